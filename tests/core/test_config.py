@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from veernet_core.config import ConfigError, TrainConfig
+
+
+def test_round_trip_through_a_dict() -> None:
+    config = TrainConfig.from_dict({"epochs": 3, "data": {"scale": 0.1, "dataset_size": 40}})
+    assert TrainConfig.from_dict(config.to_dict()) == config
+
+
+def test_every_bad_field_is_named_with_its_range() -> None:
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({"epochs": 0, "lr": "fast", "bogus": 1, "data": {"scale": 5},
+                               "device": "tpu", "model": {"widths": [8, 8]}})
+    errors = caught.value.errors
+    assert errors["epochs"] == "must be between 1 and 1000, got 0"
+    assert "type float" in errors["lr"]
+    assert "unknown field" in errors["bogus"]
+    assert errors["data.scale"].startswith("must be between 0.01 and 1")
+    assert "cpu" in errors["device"]
+    assert "6 channel counts" in errors["model.widths"]
+    assert "epochs" in str(caught.value)
+
+
+def test_booleans_are_not_numbers_and_classes_must_agree() -> None:
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({"epochs": True, "data": {"classes": 2}})
+    assert set(caught.value.errors) == {"epochs", "model.num_classes"}
+
+
+def test_dataset_must_fill_one_effective_batch() -> None:
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({"data": {"dataset_size": 10}})
+    assert "effective_batch" in caught.value.errors["data.dataset_size"]
+
+
+def test_lr_scales_with_the_effective_batch() -> None:
+    assert TrainConfig.from_dict({"effective_batch": 32, "lr": 0.001}).scaled_lr == pytest.approx(0.002)

@@ -1,0 +1,116 @@
+"""Command line: ``python -m veernet_core train|synth``. No services needed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from veernet_core.checkpoint import LocalStore
+from veernet_core.config import ConfigError, TrainConfig
+from veernet_core.progress import Progress, TrainCallbacks
+
+
+class ProgressBar(TrainCallbacks):
+    """A tqdm bar over all optimiser steps: epoch, step, images/s, loss and ETA."""
+
+    def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=0, unit="step", dynamic_ncols=True, file=sys.stderr)
+
+    def on_progress(self, p: Progress) -> None:
+        self.bar.total = p.total_steps
+        self.bar.n = p.global_step
+        eta = f"{p.eta_s:.0f}s" if p.eta_s is not None else "?"
+        self.bar.set_postfix_str(f"epoch {p.epoch + 1}/{p.epochs} step {p.step}/{p.steps_per_epoch} "
+                                 f"{p.images_per_s:.1f} img/s loss {p.loss:.4f} {p.phase} eta {eta}")
+
+    def on_checkpoint(self, ref: Any) -> None:
+        self.bar.write(f"checkpoint {ref.key} ({ref.size} bytes, sha256 {ref.sha256[:12]}...)")
+
+
+def _config(args: argparse.Namespace) -> TrainConfig:
+    raw: dict[str, Any] = {}
+    if args.config:
+        text = Path(args.config).read_text()
+        if args.config.endswith((".yaml", ".yml")):
+            import yaml
+
+            raw = yaml.safe_load(text) or {}
+        else:
+            raw = json.loads(text)
+    data = raw.setdefault("data", {})
+    model = raw.setdefault("model", {})
+    overrides = {"epochs": args.epochs, "seed": args.seed, "device": args.device,
+                 "checkpoint_every_steps": args.checkpoint_every_steps,
+                 "effective_batch": args.effective_batch}
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    data.update({k: v for k, v in {"dataset_size": args.dataset_size, "scale": args.scale,
+                                   "classes": args.classes}.items() if v is not None})
+    if "classes" in data:
+        model.setdefault("num_classes", data["classes"])
+    return TrainConfig.from_dict(raw)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from veernet_core.train import train
+
+    config = _config(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+    result = train(config, LocalStore(out), ProgressBar())
+    print(json.dumps({"status": result.status, "reason": result.reason, "epoch": result.epoch,
+                      "global_step": result.global_step, "best_metric": result.best_metric,
+                      "last_checkpoint": result.last_checkpoint.key if result.last_checkpoint else None,
+                      "history": result.history}))
+    return 0 if result.status == "completed" else 3
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    from veernet_core.synth import write_samples
+
+    paths = write_samples(Path(args.out), args.n, seed=args.seed, scale=args.scale, classes=args.classes)
+    print(f"wrote {len(paths)} files to {args.out}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m veernet_core", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train into a directory, resuming if it holds checkpoints")
+    t.add_argument("--out", required=True, help="directory for checkpoints")
+    t.add_argument("--config", help="JSON or YAML training config (see veernet_core/config.py)")
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--dataset-size", type=int)
+    t.add_argument("--scale", type=float, help="shrinks the synthetic logs (1.0 = full size)")
+    t.add_argument("--classes", type=int, choices=(2, 3))
+    t.add_argument("--seed", type=int)
+    t.add_argument("--device", choices=("auto", "cpu", "cuda"))
+    t.add_argument("--effective-batch", type=int)
+    t.add_argument("--checkpoint-every-steps", type=int)
+    t.set_defaults(run=cmd_train)
+    s = sub.add_parser("synth", help="write synthetic logs, masks and ground truth to look at")
+    s.add_argument("--n", type=int, default=8)
+    s.add_argument("--out", required=True)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--scale", type=float, default=1.0)
+    s.add_argument("--classes", type=int, default=3, choices=(2, 3))
+    s.set_defaults(run=cmd_synth)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (ConfigError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""From dataset items to padded batches: the 32-px grid, the validity mask, the train/val split."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+GRID = 32
+MIN_SIDE = 32
+
+
+def align(n: int, grid: int = GRID) -> int:
+    """Round up to the grid: the network halves every side five times."""
+    return -(-n // grid) * grid
+
+
+def to_input(pixels: Tensor) -> Tensor:
+    """Gray pixels in [0, 1] (paper bright) -> network input where paper is ~0 and ink ~1.
+
+    Padding with zeros then reads as blank paper.
+    """
+    return 1.0 - pixels
+
+
+def check_image(height: int, width: int) -> None:
+    if height < MIN_SIDE or width < MIN_SIDE:
+        raise ValueError(f"image is {height}x{width} px; both sides must be at least {MIN_SIDE} px")
+
+
+def pad_collate(items: list[dict[str, Any]]) -> dict[str, Tensor]:
+    """Pad a mini-batch to its own max height and width rounded up to 32.
+
+    Returns image (N,1,H,W) network input, target (N,H,W) int64, valid (N,H,W) float 0/1 over real
+    pixels (the loss multiplies by it), extents (N,2) each image's aligned size (the model masks
+    outside it), sizes (N,2) real sizes and index (N,).
+    """
+    sizes = [(int(it["image"].shape[-2]), int(it["image"].shape[-1])) for it in items]
+    for h, w in sizes:
+        check_image(h, w)
+    height = align(max(h for h, _ in sizes))
+    width = align(max(w for _, w in sizes))
+    n = len(items)
+    image = torch.zeros(n, 1, height, width)
+    target = torch.zeros(n, height, width, dtype=torch.int64)
+    valid = torch.zeros(n, height, width)
+    for i, (item, (h, w)) in enumerate(zip(items, sizes, strict=True)):
+        image[i, :, :h, :w] = to_input(item["image"].reshape(1, h, w))
+        if "mask" in item:
+            target[i, :h, :w] = item["mask"]
+        valid[i, :h, :w] = 1.0
+    extents = torch.tensor([(align(h), align(w)) for h, w in sizes], dtype=torch.int64)
+    return {
+        "image": image,
+        "target": target,
+        "valid": valid,
+        "extents": extents,
+        "sizes": torch.tensor(sizes, dtype=torch.int64),
+        "index": torch.tensor([int(it.get("index", -1)) for it in items], dtype=torch.int64),
+    }
+
+
+def model_extents(batch: dict[str, Tensor]) -> Tensor | None:
+    """The extents to give the model, or None when every image fills the padded tensor (faster)."""
+    _, _, height, width = batch["image"].shape
+    extents = batch["extents"]
+    if bool((extents[:, 0] == height).all()) and bool((extents[:, 1] == width).all()):
+        return None
+    return extents
+
+
+def split_indices(n: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """A fixed train/validation split, a pure function of (n, val_fraction, seed)."""
+    order = np.random.default_rng([seed, 0x5EED]).permutation(n)
+    n_val = round(n * val_fraction)
+    return sorted(order[n_val:].tolist()), sorted(order[:n_val].tolist())
+
+
+def padding_waste(sizes: dict[int, tuple[int, int]] | list[tuple[int, int]],
+                  batches: list[list[int]]) -> float:
+    """Share of padded pixels that are not image pixels, over the given physical batches."""
+    lookup = dict(enumerate(sizes)) if isinstance(sizes, list) else sizes
+    real = padded = 0
+    for batch in batches:
+        hs = [lookup[i][0] for i in batch]
+        ws = [lookup[i][1] for i in batch]
+        real += sum(h * w for h, w in zip(hs, ws, strict=True))
+        padded += len(batch) * align(max(hs)) * align(max(ws))
+    return 1.0 - real / padded if padded else 0.0

@@ -1,0 +1,110 @@
+"""Bucketed, resumable, sharded batch planning.
+
+An epoch's plan is a pure function of (seed, epoch): a list of optimiser steps, each holding
+exactly ``effective_batch`` images of similar size (sorted by aligned height, then aligned width,
+random order within a grid cell), split across data-parallel ranks and then into physical
+micro-batches whose padded pixels fit the pixel budget. Resuming at (epoch, step) replays the
+same plan from that step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from veernet_core.data import align
+
+
+@dataclass(frozen=True)
+class Step:
+    """One optimiser step for this rank: its micro-batches and the whole group's totals."""
+
+    micro_batches: list[list[int]]
+    group_images: int  # images in the step over all ranks: the effective batch
+    group_pixels: int  # real pixels in the step over all ranks: the loss divides by this
+
+
+class BucketBatchSampler:
+    def __init__(self, sizes: dict[int, tuple[int, int]], effective_batch: int = 16,
+                 pixel_budget: int = 0, max_physical_batch: int = 16, seed: int = 0,
+                 rank: int = 0, world_size: int = 1) -> None:
+        if effective_batch % world_size:
+            raise ValueError(f"effective_batch {effective_batch} must be divisible by world_size {world_size}")
+        if len(sizes) < effective_batch:
+            raise ValueError(f"{len(sizes)} images cannot fill one step of {effective_batch}")
+        self.sizes = dict(sizes)
+        self.indices = sorted(self.sizes)
+        self.effective_batch, self.pixel_budget = effective_batch, pixel_budget
+        self.max_physical_batch, self.seed = max_physical_batch, seed
+        self.rank, self.world_size = rank, world_size
+        self.epoch, self.step = 0, 0
+        self._plan_cache: tuple[int, list[Step]] | None = None
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Whole steps only: the few images left over are different ones every epoch."""
+        return len(self.indices) // self.effective_batch
+
+    def groups(self, epoch: int) -> list[list[int]]:
+        """The epoch's groups of `effective_batch` similar-size images, in shuffled order."""
+        rng = np.random.default_rng([self.seed, epoch])
+        idx = np.array(self.indices)
+        spare = len(idx) - self.steps_per_epoch * self.effective_batch
+        if spare:
+            idx = np.delete(idx, rng.choice(len(idx), size=spare, replace=False))
+        heights = np.array([align(self.sizes[i][0]) for i in idx])
+        widths = np.array([align(self.sizes[i][1]) for i in idx])
+        order = np.lexsort((rng.random(len(idx)), widths, heights))
+        groups = idx[order].reshape(-1, self.effective_batch)
+        return [groups[g].tolist() for g in rng.permutation(len(groups))]
+
+    def _split(self, images: list[int]) -> list[list[int]]:
+        """Greedy micro-batches under the pixel budget (0 = no budget: one micro-batch)."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        max_h = max_w = 0
+        for i in images:
+            h, w = align(self.sizes[i][0]), align(self.sizes[i][1])
+            new_h, new_w = max(max_h, h), max(max_w, w)
+            over = self.pixel_budget and (len(current) + 1) * new_h * new_w > self.pixel_budget
+            if current and (over or len(current) == self.max_physical_batch):
+                batches.append(current)
+                current, new_h, new_w = [], h, w
+            current.append(i)
+            max_h, max_w = new_h, new_w
+        if current:
+            batches.append(current)
+        return batches
+
+    def plan(self, epoch: int) -> list[Step]:
+        if self._plan_cache and self._plan_cache[0] == epoch:
+            return self._plan_cache[1]
+        steps = []
+        for group in self.groups(epoch):
+            mine = group[self.rank::self.world_size]
+            pixels = sum(self.sizes[i][0] * self.sizes[i][1] for i in group)
+            steps.append(Step(self._split(mine), len(group), pixels))
+        self._plan_cache = (epoch, steps)
+        return steps
+
+    def set_position(self, epoch: int, step: int) -> None:
+        self.epoch, self.step = epoch, step
+
+    def __iter__(self) -> Iterator[list[int]]:
+        """Micro-batches from the current position to the end of the current epoch."""
+        for step in self.plan(self.epoch)[self.step:]:
+            yield from step.micro_batches
+
+    def __len__(self) -> int:
+        return sum(len(s.micro_batches) for s in self.plan(self.epoch)[self.step:])
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "step": self.step, "seed": self.seed,
+                "effective_batch": self.effective_batch, "world_size": self.world_size}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        if state["seed"] != self.seed or state["effective_batch"] != self.effective_batch:
+            raise ValueError("checkpoint's sampler was built with another seed or effective batch")
+        self.set_position(int(state["epoch"]), int(state["step"]))

@@ -1,0 +1,190 @@
+"""The VeerNet training loop: bucketed, padded, accumulated to the effective batch, always resumable.
+
+``train(config, store, callbacks)`` first looks for the newest committed checkpoint and resumes
+from it; data order is a pure function of (seed, epoch), so on CPU an interrupted and resumed run
+ends with the same bits as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from veernet_core.checkpoint import (
+    BlobStore, CheckpointRef, CheckpointRegistry, SidecarRegistry, load_latest,
+)
+from veernet_core.config import TrainConfig
+from veernet_core.data import pad_collate, split_indices
+from veernet_core.losses import LossWeights
+from veernet_core.memory import available_bytes, probe_memory
+from veernet_core.progress import Progress, StepTimer, TrainCallbacks, estimate_eta
+from veernet_core.sampler import BucketBatchSampler
+from veernet_core.trainer import Trainer
+
+
+@dataclass
+class TrainResult:
+    status: str  # "completed" or "stopped"
+    reason: str | None
+    epoch: int
+    step: int
+    global_step: int
+    history: list[dict[str, float]] = field(default_factory=list)
+    last_checkpoint: CheckpointRef | None = None
+    best_metric: float | None = None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but no CUDA device is visible; use 'cpu' or 'auto'")
+    return torch.device("cuda" if name == "auto" and torch.cuda.is_available() else ("cpu" if name == "auto" else name))
+
+
+def build_dataset(config: TrainConfig, s3_client: Any = None) -> Dataset[dict[str, Any]]:
+    data = config.data
+    if data.kind == "manifest":
+        from veernet_core.manifest import ManifestDataset
+        return ManifestDataset(data.manifest_url, s3_client=s3_client, classes=data.classes)
+    from veernet_core.synth import SynthDataset
+    return SynthDataset(data.dataset_size, scale=data.scale, classes=data.classes, seed=data.seed)
+
+
+class _SigtermFlag:
+    """Turns SIGTERM into a flag checked between steps (only possible on the main thread)."""
+
+    def __init__(self) -> None:
+        self.raised = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _SigtermFlag:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.raised = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+def _loader(dataset: Dataset[dict[str, Any]], batches: list[list[int]], config: TrainConfig,
+            device: torch.device) -> Iterator[dict[str, torch.Tensor]]:
+    workers = config.num_workers
+    loader = DataLoader(dataset, batch_sampler=batches, collate_fn=pad_collate, num_workers=workers,
+                        pin_memory=config.pin_memory and device.type == "cuda",
+                        prefetch_factor=config.prefetch_factor if workers else None,
+                        persistent_workers=False)
+    return iter(loader)
+
+
+def pixel_budget_for(config: TrainConfig, device: torch.device, saved: int | None) -> int:
+    """The configured budget, else the measured one; a resumed run keeps its old budget if it still fits,
+    so that its micro-batches (and, on the same device, its bits) do not change."""
+    if config.pixel_budget:
+        return config.pixel_budget
+    with torch.random.fork_rng(devices=[]):
+        model = probe_memory(config.model, device)
+    measured = model.pixel_budget(available_bytes(device) * config.memory_fraction)
+    return saved if saved and saved <= measured else measured
+
+
+def train(config: TrainConfig, store: BlobStore, callbacks: TrainCallbacks | None = None, *,
+          registry: CheckpointRegistry | None = None, key_prefix: str = "",
+          dataset: Dataset[dict[str, Any]] | None = None, s3_client: Any = None) -> TrainResult:
+    """Train to `config.epochs`, resuming from the newest valid committed checkpoint in `store`."""
+    callbacks = callbacks or TrainCallbacks()
+    registry = registry or SidecarRegistry(store, key_prefix)
+    device = resolve_device(config.device)
+    dataset = dataset if dataset is not None else build_dataset(config, s3_client)
+    sizes_all = dataset.sizes()  # type: ignore[attr-defined]
+    train_idx, val_idx = split_indices(len(sizes_all), config.data.val_fraction, config.data.seed)
+    skipped: list[tuple[CheckpointRef, str]] = []
+    latest = load_latest(store, registry, on_skip=lambda ref, why: skipped.append((ref, why)))
+    saved_budget = int(latest[1]["pixel_budget"]) if latest and "pixel_budget" in latest[1] else None
+    budget = pixel_budget_for(config, device, saved_budget)
+    sampler = BucketBatchSampler({i: sizes_all[i] for i in train_idx}, config.effective_batch, budget,
+                                 config.max_physical_batch, config.seed)
+    trainer = Trainer(config, device, sampler, budget, LossWeights(
+        config.tversky_alpha, config.tversky_beta, config.pixel_loss_weight))
+    if latest is not None:
+        trainer.load_state_dict(latest[1])
+        callbacks.on_resume(latest[0], skipped)
+    return _run(trainer, dataset, val_idx, sizes_all, store, registry, key_prefix, callbacks)
+
+
+def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
+         sizes_all: list[tuple[int, int]], store: BlobStore, registry: CheckpointRegistry,
+         key_prefix: str, callbacks: TrainCallbacks) -> TrainResult:
+    config, sampler = trainer.config, trainer.sampler
+    steps_per_epoch = sampler.steps_per_epoch
+    total_steps = steps_per_epoch * config.epochs
+    timer, started = StepTimer(), time.monotonic()
+    last_save = time.monotonic()
+    last_ref: CheckpointRef | None = None
+
+    def report(phase: str, loss: float, images_per_s: float) -> None:
+        remaining = total_steps - trainer.global_step
+        epochs_left = config.epochs - trainer.epoch
+        validations = math.ceil(epochs_left / config.validate_every_epochs)
+        callbacks.on_progress(Progress(
+            phase, trainer.epoch, config.epochs, trainer.step, steps_per_epoch, trainer.global_step,
+            total_steps, loss, trainer.current_lr(), images_per_s, timer.average,
+            trainer.validate_time_s, trainer.checkpoint_time_s, time.monotonic() - started,
+            estimate_eta(remaining, timer.average, validations, trainer.validate_time_s,
+                         epochs_left, trainer.checkpoint_time_s),
+            trainer.history[-1] if trainer.history else {}))
+
+    def save(metrics: dict[str, float] | None = None) -> bool:
+        nonlocal last_save, last_ref
+        report("checkpoint", trainer.last_loss, 0.0)
+        ref = trainer.save(store, registry, key_prefix, metrics)
+        last_save = time.monotonic()
+        if ref is None:
+            return False
+        last_ref = ref
+        callbacks.on_checkpoint(ref)
+        return True
+
+    def result(status: str, reason: str | None) -> TrainResult:
+        return TrainResult(status, reason, trainer.epoch, trainer.step, trainer.global_step,
+                           trainer.history, last_ref, trainer.best_metric)
+
+    with _SigtermFlag() as sigterm:
+        while trainer.epoch < config.epochs:
+            plan = sampler.plan(trainer.epoch)[trainer.step:]
+            batches = _loader(dataset, [mb for s in plan for mb in s.micro_batches], config, trainer.device)
+            for step in plan:
+                t0 = time.monotonic()
+                trainer.train_step(step, [next(batches) for _ in step.micro_batches])
+                elapsed = time.monotonic() - t0
+                timer.add(elapsed)
+                report("train", trainer.last_loss, step.group_images / max(elapsed, 1e-9))
+                if sigterm.raised:
+                    return result("stopped", "sigterm") if save() else result("stopped", "lease lost")
+                reason = callbacks.should_stop()
+                if reason:
+                    return result("stopped", reason)
+                every_n = config.checkpoint_every_steps and trainer.step % config.checkpoint_every_steps == 0
+                every_m = (config.checkpoint_every_minutes
+                           and time.monotonic() - last_save >= 60 * config.checkpoint_every_minutes)
+                if (every_n or every_m) and trainer.step < steps_per_epoch and not save():
+                    return result("stopped", "lease lost")
+            metrics = None
+            if (trainer.epoch + 1) % config.validate_every_epochs == 0 or trainer.epoch + 1 == config.epochs:
+                report("validate", trainer.last_loss, 0.0)
+                metrics = trainer.validate(dataset, val_idx, sizes_all)
+            trainer.end_epoch(metrics)
+            if not save(metrics):
+                return result("stopped", "lease lost")
+            report("train", trainer.last_loss, 0.0)
+    return result("completed", None)
