@@ -61,22 +61,29 @@ class BucketBatchSampler:
         return [groups[g].tolist() for g in rng.permutation(len(groups))]
 
     def _split(self, images: list[int]) -> list[list[int]]:
-        """Greedy micro-batches under the pixel budget (0 = no budget: one micro-batch)."""
-        batches: list[list[int]] = []
-        current: list[int] = []
-        max_h = max_w = 0
-        for i in images:
-            h, w = align(self.sizes[i][0]), align(self.sizes[i][1])
-            new_h, new_w = max(max_h, h), max(max_w, w)
-            over = self.pixel_budget and (len(current) + 1) * new_h * new_w > self.pixel_budget
-            if current and (over or len(current) == self.max_physical_batch):
-                batches.append(current)
-                current, new_h, new_w = [], h, w
-            current.append(i)
-            max_h, max_w = new_h, new_w
-        if current:
-            batches.append(current)
-        return batches
+        """Contiguous micro-batches of the size-sorted images: as few as the pixel budget and
+        `max_physical_batch` allow, and among those the cut with the least padding (a small DP)."""
+        n = len(images)
+        hs = [align(self.sizes[i][0]) for i in images]
+        ws = [align(self.sizes[i][1]) for i in images]
+        inf = (n + 1, 0)
+        best: list[tuple[int, int]] = [(0, 0)] + [inf] * n  # best[j]: (batches, padded px) for images[:j]
+        cut = [0] * (n + 1)
+        for j in range(1, n + 1):
+            max_h = max_w = 0
+            for i in range(j - 1, max(-1, j - 1 - self.max_physical_batch), -1):
+                max_h, max_w = max(max_h, hs[i]), max(max_w, ws[i])
+                padded = (j - i) * max_h * max_w
+                if self.pixel_budget and padded > self.pixel_budget and j - i > 1:
+                    break
+                candidate = (best[i][0] + 1, best[i][1] + padded)
+                if candidate < best[j]:
+                    best[j], cut[j] = candidate, i
+        batches, j = [], n
+        while j:
+            batches.append(images[cut[j]:j])
+            j = cut[j]
+        return batches[::-1]
 
     def plan(self, epoch: int) -> list[Step]:
         if self._plan_cache and self._plan_cache[0] == epoch:
