@@ -25,8 +25,13 @@ class ProgressBar(TrainCallbacks):
         self.bar.total = p.total_steps
         self.bar.n = p.global_step
         eta = f"{p.eta_s:.0f}s" if p.eta_s is not None else "?"
-        self.bar.set_postfix_str(f"epoch {p.epoch + 1}/{p.epochs} step {p.step}/{p.steps_per_epoch} "
+        self.bar.set_postfix_str(f"epoch {min(p.epoch + 1, p.epochs)}/{p.epochs} step {p.step}/{p.steps_per_epoch} "
                                  f"{p.images_per_s:.1f} img/s loss {p.loss:.4f} {p.phase} eta {eta}")
+
+    def on_resume(self, ref: Any, skipped: list[Any]) -> None:
+        for bad, why in skipped:
+            self.bar.write(f"skipped checkpoint {bad.key}: {why}")
+        self.bar.write(f"resumed from {ref.key} (epoch {ref.epoch}, step {ref.step})")
 
     def on_checkpoint(self, ref: Any) -> None:
         self.bar.write(f"checkpoint {ref.key} ({ref.size} bytes, sha256 {ref.sha256[:12]}...)")

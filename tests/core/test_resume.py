@@ -1,0 +1,69 @@
+"""A run killed with SIGKILL mid-epoch and restarted ends bit-identical to an uninterrupted run (CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from veernet_core.checkpoint import LocalStore, SidecarRegistry, deserialize
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = {
+    "model": {"widths": [8, 8, 16, 16, 32, 32], "transformer_heads": 2, "transformer_ff": 64},
+    "data": {"dataset_size": 48, "scale": 0.1, "seed": 3},
+    "epochs": 2, "effective_batch": 4, "warmup_steps": 2, "device": "cpu",
+    "checkpoint_every_steps": 2, "keep_last": 2,
+}
+
+
+def _command(out: Path, config: Path) -> list[str]:
+    return [sys.executable, "-m", "veernet_core", "train", "--out", str(out), "--config", str(config)]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _final_weights(out: Path) -> dict[str, torch.Tensor]:
+    store = LocalStore(out)
+    final = [r for r in SidecarRegistry(store).committed() if r.epoch == 2 and r.step == 0]
+    assert len(final) == 1, "the run must end with its epoch-2 checkpoint"
+    state = deserialize(store.get(final[0].key), final[0].sha256)
+    return state["model"]
+
+
+def test_sigkill_mid_epoch_then_resume_is_bit_identical(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    subprocess.run(_command(straight, config), env=_env(), check=True, capture_output=True, timeout=300)
+
+    victim = subprocess.Popen(_command(interrupted, config), env=_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = interrupted / "epoch-0000-step-00000004.pt.json"
+    deadline = time.monotonic() + 240
+    while not marker.exists() and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marker.exists(), "the run should have committed a mid-epoch checkpoint"
+    victim.send_signal(signal.SIGKILL)
+    assert victim.wait(timeout=30) == -signal.SIGKILL
+    committed = SidecarRegistry(LocalStore(interrupted)).committed()
+    assert max((r.epoch, r.step) for r in committed) < (1, 0), "killed before the first epoch ended"
+
+    resumed = subprocess.run(_command(interrupted, config), env=_env(), capture_output=True, text=True,
+                             timeout=300, check=True)
+    assert json.loads(resumed.stdout.strip().splitlines()[-1])["status"] == "completed"
+    newest = max(committed, key=lambda r: r.global_step)
+    assert f"resumed from {newest.key}" in resumed.stderr, "the restart must resume, not start over"
+
+    expected, actual = _final_weights(straight), _final_weights(interrupted)
+    assert expected.keys() == actual.keys()
+    for name, tensor in expected.items():
+        assert torch.equal(tensor, actual[name]), f"{name} differs after resume"
