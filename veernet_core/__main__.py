@@ -30,11 +30,11 @@ class ProgressBar(TrainCallbacks):
 
     def on_resume(self, ref: Any, skipped: list[Any]) -> None:
         for bad, why in skipped:
-            self.bar.write(f"skipped checkpoint {bad.key}: {why}")
-        self.bar.write(f"resumed from {ref.key} (epoch {ref.epoch}, step {ref.step})")
+            self.bar.write(f"skipped checkpoint {bad.key}: {why}", file=sys.stderr)
+        self.bar.write(f"resumed from {ref.key} (epoch {ref.epoch}, step {ref.step})", file=sys.stderr)
 
     def on_checkpoint(self, ref: Any) -> None:
-        self.bar.write(f"checkpoint {ref.key} ({ref.size} bytes, sha256 {ref.sha256[:12]}...)")
+        self.bar.write(f"checkpoint {ref.key} ({ref.size} bytes, sha256 {ref.sha256[:12]}...)", file=sys.stderr)
 
 
 def _config(args: argparse.Namespace) -> TrainConfig:

@@ -19,7 +19,11 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from veernet_core.checkpoint import (
-    BlobStore, CheckpointRef, CheckpointRegistry, SidecarRegistry, load_latest,
+    BlobStore,
+    CheckpointRef,
+    CheckpointRegistry,
+    SidecarRegistry,
+    load_latest,
 )
 from veernet_core.config import TrainConfig
 from veernet_core.data import pad_collate, split_indices

@@ -13,8 +13,14 @@ import torch
 from torch.utils.data import Dataset
 
 from veernet_core.checkpoint import (
-    FORMAT_VERSION, BlobStore, CheckpointError, CheckpointRef, CheckpointRegistry, checkpoint_name,
-    prune, serialize,
+    FORMAT_VERSION,
+    BlobStore,
+    CheckpointError,
+    CheckpointRef,
+    CheckpointRegistry,
+    checkpoint_name,
+    prune,
+    serialize,
 )
 from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import align, model_extents, pad_collate

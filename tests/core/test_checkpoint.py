@@ -11,8 +11,16 @@ import torch
 from moto.server import ThreadedMotoServer
 
 from veernet_core.checkpoint import (
-    REQUIRED_KEYS, CheckpointError, CheckpointRef, LocalStore, S3Store, SidecarRegistry, deserialize,
-    load_latest, prune, serialize,
+    REQUIRED_KEYS,
+    CheckpointError,
+    CheckpointRef,
+    LocalStore,
+    S3Store,
+    SidecarRegistry,
+    deserialize,
+    load_latest,
+    prune,
+    serialize,
 )
 
 

@@ -105,7 +105,7 @@ def test_the_loss_is_the_mean_over_real_pixels(small_model_config: ModelConfig) 
     weights = LossWeights(pixel_weight=1.0)
     joint = step_loss(logits, batch["target"], batch["valid"], 64 * 960, 2, weights)
     per_image = []
-    for i, (h, w) in enumerate([(64, 320), (64, 640)]):
+    for i in range(2):
         single = pad_collate([items[i]])
         out = model(single["image"], model_extents(single))
         per_image.append(step_loss(out, single["target"], single["valid"], 64 * 960, 2, weights))

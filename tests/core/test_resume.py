@@ -61,7 +61,8 @@ def test_sigkill_mid_epoch_then_resume_is_bit_identical(tmp_path: Path) -> None:
                              timeout=300, check=True)
     assert json.loads(resumed.stdout.strip().splitlines()[-1])["status"] == "completed"
     newest = max(committed, key=lambda r: r.global_step)
-    assert f"resumed from {newest.key}" in resumed.stderr, "the restart must resume, not start over"
+    said = [line.strip() for line in resumed.stderr.splitlines() if "resumed from" in line]
+    assert said == [f"resumed from {newest.key} (epoch 0, step {newest.step})"], "must resume, not restart"
 
     expected, actual = _final_weights(straight), _final_weights(interrupted)
     assert expected.keys() == actual.keys()
