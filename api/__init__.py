@@ -1,0 +1,1 @@
+"""The VeerNet job service: HTTP API, settings, tables and the job state machine."""

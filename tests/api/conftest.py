@@ -1,0 +1,64 @@
+"""API test fixtures: an HTTP client on the app, and a reader of the real (embedded) broker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from api_testkit import SMALL_CONFIG
+from fastapi.testclient import TestClient
+from kombu import Connection
+
+from api import jobs
+from api.db import session_scope
+from api.settings import Settings
+from api.storage import make_store
+from veernet_core.checkpoint import LocalStore, S3Store
+
+
+@pytest.fixture
+def client(service: Settings) -> Iterator[TestClient]:
+    from api.main import app
+
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def broker_messages(service: Settings) -> Callable[[str], list[tuple[str, list[Any]]]]:
+    """Take every message waiting on a queue of the configured broker: [(task name, args), ...]."""
+
+    def take(queue: str) -> list[tuple[str, list[Any]]]:
+        messages = []
+        with Connection(service.broker_url) as connection:
+            simple = connection.SimpleQueue(queue)
+            try:
+                while True:
+                    try:
+                        message = simple.get_nowait()
+                    except simple.Empty:
+                        break
+                    messages.append((message.headers["task"], message.payload[0]))
+                    message.ack()
+            finally:
+                simple.close()
+        return messages
+
+    return take
+
+
+@pytest.fixture
+def running_job(service: Settings) -> tuple[int, int]:
+    """A train job claimed by worker 'w1': (job id, attempt)."""
+    with session_scope() as session:
+        job_id = jobs.create_job(session, "train", SMALL_CONFIG).id
+    with session_scope() as session:
+        attempt = jobs.claim(session, job_id, "w1", lease_s=60)
+    assert attempt == 1
+    return job_id, attempt
+
+
+@pytest.fixture
+def store(service: Settings) -> LocalStore | S3Store:
+    return make_store(service)

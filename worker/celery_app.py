@@ -1,0 +1,98 @@
+"""The one Celery configuration, built lazily from ``api.settings``. No torch, no veernet_core here.
+
+The broker carries only job ids; the job row in the database decides who owns a job (DESIGN.md,
+"Who owns a job"). So delivery is at-least-once and duplicates are harmless: late ack, reject on
+worker loss, prefetch 1, and a visibility timeout longer than the longest job so Redis does not
+hand a running job's message to a second worker on its own.
+
+``celery -A worker.celery_app worker`` finds the app through the module attribute ``app``.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+from kombu import Queue
+
+from api.settings import Settings, get_settings
+
+TRAIN_TASK = "veernet.train"
+SEGMENT_TASK = "veernet.segment"
+REAP_TASK = "veernet.reap"
+TRAIN_QUEUE, SEGMENT_QUEUE, REAPER_QUEUE = "train", "segment", "reaper"
+TASK_FOR_KIND = {"train": (TRAIN_TASK, TRAIN_QUEUE), "segment": (SEGMENT_TASK, SEGMENT_QUEUE)}
+TASK_MODULES = ("worker.tasks",)  # imported by worker processes only; the API sends by name
+LONGEST_JOB_S = 48 * 3600  # the reference multiclass run is ~9 h on one GPU; leave a wide margin
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """The Celery settings, as one dict."""
+    embedded = settings.uses_embedded_broker
+    return {
+        "broker_url": settings.broker_url,
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_timeout": 3,  # a down broker fails a send fast; the reaper re-sends
+        # Redis re-delivers an unacked message after this; the lease, not the broker, recovers jobs.
+        "broker_transport_options": {} if embedded else {"visibility_timeout": LONGEST_JOB_S},
+        "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
+                                      "interval_max": 1},
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "result_serializer": "json",
+        "task_ignore_result": True,  # status lives in the jobs table
+        "task_acks_late": True,  # a job whose worker dies is redelivered ...
+        "task_reject_on_worker_lost": True,  # ... including when the child is killed mid-job
+        "worker_prefetch_multiplier": 1,  # never hold a second nine-hour job while running one
+        "worker_concurrency": 1,  # one job per process; one process per GPU
+        "worker_max_tasks_per_child": 1,  # a fresh child (and a fresh CUDA context) per job
+        # Keep training through a broker outage: the job row is the truth, the message only a wake-up.
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+        "worker_send_task_events": not embedded,  # for flower; the embedded transport has no fanout
+        "task_send_sent_event": not embedded,
+        "task_queues": [Queue(TRAIN_QUEUE), Queue(SEGMENT_QUEUE), Queue(REAPER_QUEUE)],
+        "task_default_queue": TRAIN_QUEUE,
+        "task_routes": {TRAIN_TASK: {"queue": TRAIN_QUEUE}, SEGMENT_TASK: {"queue": SEGMENT_QUEUE},
+                        REAP_TASK: {"queue": REAPER_QUEUE}},
+        "beat_schedule": {
+            "reap": {
+                "task": REAP_TASK,
+                "schedule": settings.reaper_interval_seconds,
+                # A reap nobody ran in time is superseded by the next one; never let them pile up.
+                "options": {"queue": REAPER_QUEUE, "expires": settings.reaper_interval_seconds},
+            },
+        },
+        "beat_schedule_filename": str(settings.veernet_data_dir / "celerybeat-schedule"),
+        "include": list(TASK_MODULES),
+    }
+
+
+@cache
+def get_celery() -> Celery:
+    """This process's Celery app, configured from the environment on first use."""
+    settings = get_settings()
+    _ensure_local_dirs(settings)
+    app = Celery("veernet", set_as_current=False)
+    app.conf.update(celery_config(settings))
+    return app
+
+
+def _ensure_local_dirs(settings: Settings) -> None:
+    """The embedded broker's file and beat's schedule file need their directories."""
+    prefix = "sqla+sqlite:///"
+    dirs = [settings.veernet_data_dir]
+    if settings.broker_url.startswith(prefix) and settings.broker_url[len(prefix):] not in ("", ":memory:"):
+        dirs.append(Path(settings.broker_url[len(prefix):]).expanduser().parent)
+    for directory in dirs:
+        with suppress(OSError):  # a read-only data dir only matters to beat, which then says so itself
+            directory.mkdir(parents=True, exist_ok=True)
+
+
+def __getattr__(name: str) -> Celery:
+    """``app`` (and ``celery``) are built on first access, so importing this module costs nothing."""
+    if name in ("app", "celery"):
+        return get_celery()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
