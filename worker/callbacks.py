@@ -1,0 +1,63 @@
+"""The training loop's callbacks in the service: progress rows, stop requests, the job's timeline."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from api import jobs
+from api.settings import Settings
+from veernet_core.checkpoint import CheckpointRef
+from veernet_core.progress import Progress, TrainCallbacks
+from worker.runner import PROGRESS_INTERVAL_S, Heartbeat, fenced
+
+log = logging.getLogger(__name__)
+
+
+class ServiceCallbacks(TrainCallbacks):
+    def __init__(self, job_id: int, attempt: int, settings: Settings, heartbeat: Heartbeat) -> None:
+        self.job_id, self.attempt, self.settings, self.heartbeat = job_id, attempt, settings, heartbeat
+        self._last_write = 0.0
+        self._last_phase = ""
+
+    def _write(self, what: str, write: Any) -> bool:
+        if self.heartbeat.lost.is_set():
+            return False
+        ok = bool(fenced(self.job_id, self.settings, write, what))
+        if not ok:
+            self.heartbeat.lost.set()
+        return ok
+
+    def on_progress(self, p: Progress) -> None:
+        now = time.monotonic()
+        if p.phase == self._last_phase and now - self._last_write < PROGRESS_INTERVAL_S:
+            return
+        self._last_write, self._last_phase = now, p.phase
+        fields = {
+            "epoch": p.epoch, "step": p.step, "steps_per_epoch": p.steps_per_epoch,
+            "total_steps": p.total_steps, "global_step": p.global_step,
+            "images_per_s": p.images_per_s or None, "step_time_s": p.step_time_s or None,
+            "validation_time_s": p.validate_time_s or None, "checkpoint_time_s": p.checkpoint_time_s or None,
+            "loss": p.loss if p.loss == p.loss else None, "metrics": p.metrics or None,
+        }
+        self._write("progress", lambda s: jobs.record_progress(s, self.job_id, self.attempt, **fields))
+
+    def should_stop(self) -> str | None:
+        if self.heartbeat.lost.is_set():
+            return "lease lost"
+        if self.heartbeat.cancel_requested.is_set():
+            return "cancelled"
+        return None
+
+    def on_checkpoint(self, ref: CheckpointRef) -> None:
+        log.info("job %s attempt %s: checkpoint %s committed (%d bytes)", self.job_id, self.attempt, ref.key,
+                 ref.size)
+
+    def on_resume(self, ref: CheckpointRef, skipped: list[tuple[CheckpointRef, str]]) -> None:
+        for bad, why in skipped:
+            self._write("event", lambda s, bad=bad, why=why: jobs.record_event(
+                s, self.job_id, self.attempt, "checkpoint_skipped", f"{bad.key}: {why}", {"key": bad.key}))
+        message = f"resumed from {ref.key} (epoch {ref.epoch}, step {ref.step})"
+        self._write("event", lambda s: jobs.record_event(
+            s, self.job_id, self.attempt, "resumed", message, {"key": ref.key, "global_step": ref.global_step}))
