@@ -6,6 +6,7 @@ its runner inside the (fresh, per-job) child process.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -45,7 +46,5 @@ def _forward_shutdown(sig: str = "", how: str = "", exitcode: int = 0, **_: Any)
 
     for pid in {request.worker_pid for request in state.active_requests if request.worker_pid}:
         log.info("shutdown (%s): asking job process %s to checkpoint and release its job", how, pid)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
