@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from statistics import mean
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.models import Checkpoint, Job, JobStatus, utcnow
@@ -89,11 +89,15 @@ def queued_estimate(session: Session, job: Job, workers: int,
     now = now or utcnow()
     same_kind = (Job.kind == job.kind,)
     running = session.scalars(select(Job).where(*same_kind, Job.status == JobStatus.RUNNING)).all()
-    ahead = session.scalars(select(Job).where(*same_kind, Job.status == JobStatus.QUEUED, Job.id < job.id)
-                            .order_by(Job.id)).all()
+    ahead_where = (*same_kind, Job.status == JobStatus.QUEUED, Job.id < job.id)
+    # Jobs that never ran take the typical duration: count them rather than load them.
+    fresh_ahead = session.scalar(select(func.count()).select_from(Job).where(
+        *ahead_where, Job.step_time_s.is_(None))) or 0
+    resumed_ahead = session.scalars(select(Job).where(*ahead_where, Job.step_time_s.is_not(None))).all()
     typical = _typical_duration(session, job.kind)
     start = estimate_queue_start([_time_left(r, typical, now) for r in running],
-                                 [_duration(session, a, typical) for a in ahead], workers)
+                                 [typical] * fresh_ahead + [_duration(session, a, typical) for a in resumed_ahead],
+                                 workers)
     own = _duration(session, job, typical)
     return start, None if start is None or own is None else start + own
 

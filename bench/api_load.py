@@ -1,0 +1,151 @@
+"""API load on the real stack: a trivial endpoint and the job-status endpoint side by side, then submits.
+
+Starts the API (`veernet api`, one uvicorn process) on a fresh Postgres database with Redis as the
+broker, seeds jobs, then drives it from a second process on loopback with wrk (50 connections) for
+GET /livez (trivial) and GET /jobs/{id} (status), and with 50 concurrent Python clients for
+POST /jobs. Afterwards every 202 must have its row and its message in the Redis queue.
+Prints one JSON line. Needs wrk (apt-get install wrk).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+import redis
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.conftest import free_port, fresh_postgres_database  # noqa: E402
+
+CLIENTS = 50
+DURATION_S = 10
+SUBMIT_S = 8
+SEED_JOBS = 200
+REDIS_URL = "redis://127.0.0.1:6379/13"
+CONFIG = {"data": {"dataset_size": 40, "scale": 0.1}, "epochs": 1, "device": "cpu"}
+STATUS_LUA = """
+math.randomseed(os.time())
+request = function()
+  return wrk.format("GET", "/jobs/" .. math.random(1, %d))
+end
+"""
+
+
+def _wrk(url: str, script: str | None = None) -> dict[str, float]:
+    argv = ["wrk", "-t2", f"-c{CLIENTS}", f"-d{DURATION_S}s", "--latency", url]
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        if script:
+            handle.write(script)
+            argv[1:1] = ["-s", handle.name]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)]  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "p99_ms": float(p99.group(1)) * scale,  # type: ignore[union-attr]
+            "non_2xx": float(errors.group(1)) if errors else 0.0}
+
+
+async def _submit(base: str) -> tuple[list[int], int]:
+    ids: list[int] = []
+    failures = 0
+    deadline = time.monotonic() + SUBMIT_S
+
+    async def client() -> None:
+        nonlocal failures
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+            while time.monotonic() < deadline:
+                response = await http.post("/jobs", json={"kind": "train", "config": CONFIG})
+                if response.status_code == 202:
+                    ids.append(int(response.json()["id"]))
+                else:
+                    failures += 1
+
+    await asyncio.gather(*(client() for _ in range(CLIENTS)))
+    return ids, failures
+
+
+def _queued_ids(r: redis.Redis) -> set[int]:
+    """Job ids carried by the messages waiting in the Redis 'train' queue."""
+    ids = set()
+    for raw in r.lrange("train", 0, -1):
+        message = json.loads(raw)
+        body = json.loads(__import__("base64").b64decode(message["body"]))
+        ids.add(int(body[0][0]))
+    return ids
+
+
+def _run_seeded_jobs(db_url: str) -> None:
+    """Claim the seeded jobs and write progress, as a fleet of workers would: users poll running jobs."""
+    from api import jobs
+    from api.db import session_scope
+
+    with session_scope(db_url) as session:
+        for job_id in range(1, SEED_JOBS + 1):
+            attempt = jobs.claim(session, job_id, "bench-worker", 3600)
+            assert attempt is not None
+            jobs.record_progress(session, job_id, attempt, epoch=0, step=3, steps_per_epoch=100, total_steps=5000,
+                                 global_step=3, images_per_s=12.5, step_time_s=1.3, loss=0.8)
+
+
+def main() -> None:
+    if shutil.which("wrk") is None:
+        sys.exit("bench/api_load.py needs wrk: apt-get install wrk")
+    r = redis.Redis.from_url(REDIS_URL)
+    r.flushdb()
+    with fresh_postgres_database("veernet_bench") as db_url, tempfile.TemporaryDirectory() as data:
+        port = free_port()
+        env = {**os.environ, "DATABASE_URL": db_url, "BROKER_URL": REDIS_URL, "VEERNET_DATA_DIR": data,
+               "CHECKPOINT_URL": str(Path(data) / "checkpoints"), "PYTHONPATH": str(ROOT)}
+        subprocess.run([sys.executable, "-m", "api.cli", "migrate"], env=env, check=True, capture_output=True)
+        server = subprocess.Popen([sys.executable, "-m", "api.cli", "api", "--port", str(port),
+                                   "--loglevel", "warning"], env=env)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            with httpx.Client(base_url=base, timeout=30) as http:
+                for _ in range(100):
+                    try:
+                        if http.get("/livez").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        time.sleep(0.2)
+                for _ in range(SEED_JOBS):
+                    http.post("/jobs", json={"kind": "train", "config": CONFIG}).raise_for_status()
+            _run_seeded_jobs(db_url)
+            trivial = _wrk(f"{base}/livez")
+            status = _wrk(base, STATUS_LUA % SEED_JOBS)
+            started = time.monotonic()
+            ids, failures = asyncio.run(_submit(base))
+            elapsed = time.monotonic() - started
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        with psycopg.connect(db_url.replace("+psycopg", "")) as conn:
+            rows = {row[0] for row in conn.execute("SELECT id FROM jobs WHERE status = 'queued'")}
+        queued = _queued_ids(r)
+        persisted = sum(1 for job_id in ids if job_id in rows and job_id in queued)
+    print(json.dumps({
+        "clients": CLIENTS, "duration_s": DURATION_S,
+        "trivial_rps": round(trivial["rps"], 1), "trivial_p99_ms": round(trivial["p99_ms"], 2),
+        "status_rps": round(status["rps"], 1), "status_p99_ms": round(status["p99_ms"], 2),
+        "status_over_trivial": round(status["rps"] / trivial["rps"], 3),
+        "status_non_2xx": status["non_2xx"],
+        "submit_rps": round(len(ids) / elapsed, 1), "submitted": len(ids), "submit_failures": failures,
+        "persisted": persisted,
+    }))
+
+
+if __name__ == "__main__":
+    main()
