@@ -1,0 +1,43 @@
+# The CPU image: the api, the one-shot migrate, the reaper and CPU workers (docker-compose.yml).
+# GPU training workers use Dockerfile.gpu, which installs the same project on a CUDA build of torch.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VEERNET_DATA_DIR=/var/lib/veernet
+
+# torch first, from PyTorch's CPU index: the PyPI wheel for Linux is a CUDA build that pulls gigabytes
+# of CUDA libraries. `pip install .` below then finds `torch>=2.4` satisfied and keeps this build.
+# Its own layer, so a source change does not download torch again.
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+
+# A non-editable install: the image runs the installed packages, not a source tree. Alembic finds its
+# scripts inside the installed `migrations` package (api.db.alembic_config), so no alembic.ini is needed.
+WORKDIR /tmp/veernet-src
+COPY pyproject.toml ./
+COPY api ./api
+COPY worker ./worker
+COPY veernet_core ./veernet_core
+COPY migrations ./migrations
+RUN pip install . \
+    && rm -rf /tmp/veernet-src
+
+# Non-root, by number (Kubernetes' runAsNonRoot can only verify a numeric user). VEERNET_DATA_DIR, its
+# home, holds the embedded defaults and Celery beat's schedule file, so this user must own it; with the
+# compose stack's Postgres, Redis and MinIO nothing else is written.
+RUN groupadd --system --gid 10001 veernet \
+    && useradd --system --no-log-init --uid 10001 --gid veernet --create-home \
+        --home-dir /var/lib/veernet --shell /usr/sbin/nologin veernet
+USER 10001:10001
+WORKDIR /var/lib/veernet
+
+EXPOSE 8000
+# Liveness of the api (the default command). Other services built from this image disable it in
+# docker-compose.yml. Python's urllib, so the image needs no curl; urlopen raises on a non-2xx answer.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/livez', timeout=4)"]
+
+ENTRYPOINT ["veernet"]
+CMD ["api", "--host", "0.0.0.0", "--port", "8000"]
