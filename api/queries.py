@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from api.checkpoints import last_checkpoint
+from api.db import get_engine
 from api.errors import JobNotFound
 from api.eta import live_eta_seconds, queued_estimate
 from api.jobs import get_job
@@ -60,18 +62,19 @@ def job_summary(job: Job) -> JobSummary:
 def job_detail(session: Session, job_id: int, settings: Settings) -> JobDetail:
     """Everything about one job; raises JobNotFound.
 
-    Polling is the main load on the API, so a job's detail is kept per process and reused while
-    the job's version (its row's updated_at, status, and newest event) is unchanged: one indexed
-    query instead of four, and never stale, because every write bumps one of them. Queued jobs are
-    always rebuilt: their expected start depends on the rest of the queue.
+    Polling is the main load on the API, so a job's detail is kept per process and reused only
+    while the job's version (its row's updated_at, status and newest event) is unchanged: one
+    indexed query instead of four, and never stale, since every write bumps one of them. Queued
+    jobs are always rebuilt: their expected start depends on the whole queue.
     """
-    version = session.execute(select(Job.updated_at, Job.status, select(func.max(JobEvent.id)).where(
-        JobEvent.job_id == job_id).scalar_subquery()).where(Job.id == job_id)).one_or_none()
-    if version is None:
-        raise JobNotFound(job_id)
     key = (settings.database_url, job_id)
     cached = _DETAIL_CACHE.get(key)
-    if cached is not None and cached[0] == tuple(version):
+    now = time.monotonic()
+    version = _job_version(job_id, settings)
+    if version is None:
+        raise JobNotFound(job_id)
+    if cached is not None and cached[0] == version:
+        _DETAIL_CACHE[key] = (version, cached[1], now)
         return _with_live_eta(cached[1])
     job = get_job(session, job_id)
     detail = JobDetail.of(job, full_eta(session, job, settings), last_checkpoint(session, job_id),
@@ -79,12 +82,46 @@ def job_detail(session: Session, job_id: int, settings: Settings) -> JobDetail:
     if job.status != JobStatus.QUEUED:
         if len(_DETAIL_CACHE) >= DETAIL_CACHE_SIZE:
             _DETAIL_CACHE.clear()
-        _DETAIL_CACHE[key] = (tuple(version), detail)
+        _DETAIL_CACHE[key] = (version, detail, now)
     return detail
 
 
+def job_detail_json(session: Session, job_id: int, settings: Settings) -> bytes:
+    """:func:`job_detail` as JSON; the same bytes are served again for STATUS_CACHE_SECONDS."""
+    key = (settings.database_url, job_id)
+    cached = _JSON_CACHE.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < settings.status_cache_seconds:
+        return cached[1]
+    data = job_detail(session, job_id, settings).model_dump_json().encode()
+    if settings.status_cache_seconds > 0:
+        if len(_JSON_CACHE) >= DETAIL_CACHE_SIZE:
+            _JSON_CACHE.clear()
+        _JSON_CACHE[key] = (now, data)
+    return data
+
+
+def forget_detail(settings: Settings, job_id: int) -> None:
+    """Drop a job's cached detail after this process changed it, so its user reads the change."""
+    _DETAIL_CACHE.pop((settings.database_url, job_id), None)
+    _JSON_CACHE.pop((settings.database_url, job_id), None)
+
+
+_VERSION_QUERY = select(Job.updated_at, Job.status, select(func.max(JobEvent.id)).where(
+    JobEvent.job_id == bindparam("job_id")).scalar_subquery()).where(Job.id == bindparam("job_id"))
+
+
+def _job_version(job_id: int, settings: Settings) -> tuple[object, ...] | None:
+    """(updated_at, status, newest event id): one autocommit round trip, no BEGIN/ROLLBACK."""
+    engine = get_engine(settings.database_url).execution_options(isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        row = connection.execute(_VERSION_QUERY, {"job_id": job_id}).one_or_none()
+    return None if row is None else tuple(row)
+
+
 DETAIL_CACHE_SIZE = 10_000
-_DETAIL_CACHE: dict[tuple[str, int], tuple[tuple[object, ...], JobDetail]] = {}
+_DETAIL_CACHE: dict[tuple[str, int], tuple[tuple[object, ...], JobDetail, float]] = {}
+_JSON_CACHE: dict[tuple[str, int], tuple[float, bytes]] = {}
 
 
 def _with_live_eta(detail: JobDetail) -> JobDetail:

@@ -44,10 +44,10 @@ def list_jobs(session: SessionDep, status: JobStatus | None = None, limit: int =
 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=NOT_FOUND)
-def get_job(job_id: int, session: SessionDep, settings: SettingsDep) -> JobDetail:
+def get_job(job_id: int, session: SessionDep, settings: SettingsDep) -> Response:
     """Status, attempt, recoveries, progress, metrics, ETA, last checkpoint and recent events."""
-    try:
-        return queries.job_detail(session, job_id, settings)
+    try:  # pre-serialised: polling clients may get the same bytes for STATUS_CACHE_SECONDS
+        return Response(queries.job_detail_json(session, job_id, settings), media_type="application/json")
     except JobNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
 
@@ -63,6 +63,7 @@ def cancel_job(job_id: int, session: SessionDep, settings: SettingsDep, response
     except InvalidTransition as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
     session.commit()
+    queries.forget_detail(settings, job_id)
     if job.status == JobStatus.RUNNING:
         response.status_code = status.HTTP_202_ACCEPTED
     return queries.job_detail(session, job_id, settings)
