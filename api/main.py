@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from api.routes import checkpoints, health, jobs
+from api.routes import checkpoints, health, jobs, segment
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +21,7 @@ app = FastAPI(
 )
 app.include_router(jobs.router)
 app.include_router(checkpoints.router)
+app.include_router(segment.router)
 app.include_router(health.router)
 
 

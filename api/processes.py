@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
 RESTART_DELAY_S = 5.0  # a crashed worker comes back after this; its job is recovered by lease anyway
+SEGMENT_TASKS_PER_CHILD = 1000  # a fresh process now and then bounds any slow leak
 
 
 @dataclass
@@ -39,6 +40,8 @@ def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: 
     argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queue,
             "--concurrency", "1", "--prefetch-multiplier", "1", "--pool", "prefork",
             "--hostname", hostname, "--loglevel", loglevel, "--without-gossip", "--without-mingle"]
+    if queue == "segment":  # inference is short: keep the process and its loaded models between scans
+        argv += ["--max-tasks-per-child", str(SEGMENT_TASKS_PER_CHILD)]
     return argv + (["--beat"] if beat else [])
 
 

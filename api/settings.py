@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     max_infra_attempts: int = Field(default=5, ge=1)  # the job fails when this many attempts were lost
     max_job_failures: int = Field(default=2, ge=1)  # the job fails at its own Nth failure (N - 1 retries)
     reaper_interval_seconds: float = Field(default=10.0, gt=0)  # how often leases and the queue are checked
+    # Uploads to POST /segment: the widest scans (12,800 x 640 px) fit four times over.
+    max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_image_pixels: int = Field(default=4 * 12_800 * 640, ge=32 * 32)
+    segment_wait_max_seconds: float = Field(default=120.0, gt=0)  # the longest POST /segment?wait=true
     # A polled job's status may be served from this process's cache for this long; 0 = always checked.
     status_cache_seconds: float = Field(default=1.0, ge=0)
     expected_workers: int = Field(default=1, ge=1)  # workers per queue, for the expected start of queued jobs

@@ -182,3 +182,14 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     bucket = f"veernet-{secrets.token_hex(4)}"
     boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
     return bucket
+
+
+@pytest.fixture
+def client(service: Settings) -> Iterator[object]:
+    """An HTTP client on the app, configured by ``service``."""
+    from fastapi.testclient import TestClient
+
+    from api.main import app
+
+    with TestClient(app) as test_client:
+        yield test_client

@@ -14,7 +14,7 @@ from typing import Any
 
 from celery import signals
 
-from worker.celery_app import REAP_TASK, TRAIN_TASK, get_celery
+from worker.celery_app import REAP_TASK, SEGMENT_TASK, TRAIN_TASK, get_celery
 
 log = logging.getLogger(__name__)
 app = get_celery()
@@ -26,6 +26,14 @@ def train_job(job_id: int) -> str:
     from worker.runner import run_training_job
 
     return run_training_job(int(job_id))
+
+
+@app.task(name=SEGMENT_TASK)
+def segment_job(job_id: int) -> str:
+    """Claim and digitise segment job `job_id`."""
+    from worker.segment_runner import run_segment_job
+
+    return run_segment_job(int(job_id))
 
 
 @app.task(name=REAP_TASK)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from api_testkit import SMALL_CONFIG
-from fastapi.testclient import TestClient
 from kombu import Connection
 
 from api import jobs
@@ -15,14 +14,6 @@ from api.db import session_scope
 from api.settings import Settings
 from api.storage import make_store
 from veernet_core.checkpoint import LocalStore, S3Store
-
-
-@pytest.fixture
-def client(service: Settings) -> Iterator[TestClient]:
-    from api.main import app
-
-    with TestClient(app) as test_client:
-        yield test_client
 
 
 @pytest.fixture

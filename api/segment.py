@@ -1,0 +1,155 @@
+"""Segment jobs, FastAPI-free: check an uploaded scan and its options, pick the model, queue the job.
+
+The scan is checked here (format, size, pixels) so that a bad upload is a 4xx at once, never a
+failed job later; calibration is checked by veernet_core.digitise's own validator. Storage keys
+are built from the job id only: nothing a user sends becomes part of a key.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api import jobs
+from api.checkpoints import get_checkpoint
+from api.errors import CheckpointNotFound, JobNotFound, ServiceError
+from api.models import Checkpoint, Job, JobStatus
+from api.settings import Settings
+from veernet_core.digitise import Calibration, CalibrationError
+
+MIN_SIDE = 32
+RESULT_FILES = {"result": "result.json", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
+                "overlay": "overlay.png"}
+
+
+class SegmentInputError(ServiceError):
+    """Bad input; ``field`` names what to fix and ``status`` is 413 for limits, else 422."""
+
+    def __init__(self, field: str, message: str, status: int = 422) -> None:
+        self.field, self.status = field, status
+        super().__init__(message)
+
+
+def input_key(job_id: int) -> str:
+    return f"segments/{int(job_id)}/input"
+
+
+def result_key(job_id: int, name: str) -> str:
+    return f"segments/{int(job_id)}/{RESULT_FILES[name]}"
+
+
+@dataclass(frozen=True)
+class Scan:
+    height: int  # after orientation: depth runs along the width
+    width: int
+
+
+def check_scan(data: bytes, settings: Settings, rotate_portrait: bool) -> Scan:
+    """Decode the upload fully (a corrupt file is caught now), within the byte and pixel limits."""
+    if len(data) > settings.max_upload_bytes:
+        raise SegmentInputError("file", f"the upload is {len(data)} bytes; the limit is "
+                                f"{settings.max_upload_bytes} bytes (MAX_UPLOAD_BYTES)", 413)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        if width * height > settings.max_image_pixels:
+            raise SegmentInputError("file", f"the image is {width}x{height} = {width * height} pixels; the limit "
+                                    f"is {settings.max_image_pixels} pixels (MAX_IMAGE_PIXELS)", 413)
+        image.load()
+    except Image.DecompressionBombError as exc:
+        raise SegmentInputError("file", f"the image claims more pixels than allowed: {exc}; the limit is "
+                                f"{settings.max_image_pixels} pixels (MAX_IMAGE_PIXELS)", 413) from exc
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise SegmentInputError("file", f"not a readable image ({exc.__class__.__name__}); send a PNG, TIFF "
+                                "or JPEG scan") from exc
+    if width < MIN_SIDE or height < MIN_SIDE:
+        raise SegmentInputError("file", f"the image is {width}x{height} px; both sides must be at least "
+                                f"{MIN_SIDE} px")
+    if rotate_portrait and height > width:
+        width, height = height, width
+    return Scan(height, width)
+
+
+def parse_options(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        raise SegmentInputError("options", "is required: a JSON object with at least a calibration; see "
+                                "GET /docs for POST /segment")
+    try:
+        options = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SegmentInputError("options", f"is not valid JSON: {exc}") from exc
+    if not isinstance(options, dict):
+        raise SegmentInputError("options", "must be a JSON object")
+    unknown = set(options) - {"model", "calibration", "rotate_portrait", "well"}
+    if unknown:
+        raise SegmentInputError(f"options.{sorted(unknown)[0]}", "unknown option; allowed: model, calibration, "
+                                "rotate_portrait, well")
+    if not isinstance(options.get("rotate_portrait", False), bool):
+        raise SegmentInputError("options.rotate_portrait", "must be true or false")
+    return options
+
+
+def check_calibration(options: dict[str, Any], scan: Scan) -> dict[str, Any]:
+    raw = options.get("calibration")
+    if not isinstance(raw, dict):
+        raise SegmentInputError("options.calibration", "is required: {depth: {top, bottom, unit} or "
+                                "{ticks: [[col, depth], [col, depth]], unit}, curves: [{mnemonic, unit, left, "
+                                "right, log}], track_top, track_bottom, step}")
+    try:
+        return Calibration.from_dict(raw, scan.height, scan.width).to_dict()
+    except CalibrationError as exc:
+        raise SegmentInputError(f"options.calibration.{exc.field}", str(exc)) from exc
+
+
+def resolve_model(session: Session, raw: Any) -> dict[str, Any]:
+    """{"checkpoint_id": n}, {"job_id": n} (its best, else newest, checkpoint) or absent (bundled)."""
+    if raw is None or raw == {} or raw == "bundled":
+        return {"source": "bundled", "model_id": "bundled/veernet-small"}
+    if not isinstance(raw, dict) or len(raw) != 1 or not isinstance(next(iter(raw.values())), int):
+        raise SegmentInputError("options.model", 'must be {"checkpoint_id": n}, {"job_id": n} or omitted for '
+                                "the bundled model")
+    if "checkpoint_id" in raw:
+        row = get_checkpoint(session, raw["checkpoint_id"])  # CheckpointNotFound -> 404
+        return _from_row(row, f"checkpoint/{row.id}")
+    if "job_id" in raw:
+        job_id = raw["job_id"]
+        jobs.get_job(session, job_id)  # JobNotFound -> 404
+        rows = session.scalars(select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(
+            Checkpoint.is_best.desc(), Checkpoint.global_step.desc()).limit(1)).all()
+        if not rows:
+            raise CheckpointNotFound(f"of job {job_id} (it has no committed checkpoint yet)")
+        return _from_row(rows[0], f"job/{job_id}/checkpoint/{rows[0].id}")
+    raise SegmentInputError("options.model", "takes checkpoint_id or job_id")
+
+
+def _from_row(row: Checkpoint, model_id: str) -> dict[str, Any]:
+    return {"source": "checkpoint", "checkpoint_id": row.id, "storage_key": row.storage_key,
+            "sha256": row.sha256, "model_id": model_id}
+
+
+def create_segment_job(session: Session, options: dict[str, Any], model: dict[str, Any],
+                       calibration: dict[str, Any], filename: str) -> Job:
+    config = {"model": model, "calibration": calibration, "rotate_portrait": bool(options.get("rotate_portrait")),
+              "well": str(options.get("well", ""))[:80], "scan": filename[:200]}
+    return jobs.create_job(session, "segment", config)
+
+
+def segment_job(session: Session, job_id: int) -> Job:
+    """A segment job, or JobNotFound (a training job has no result)."""
+    job = jobs.get_job(session, job_id)
+    if job.kind != "segment":
+        raise JobNotFound(job_id)
+    return job
+
+
+def finished(job: Job) -> bool:
+    return job.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)

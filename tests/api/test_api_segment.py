@@ -1,0 +1,122 @@
+"""POST /segment: bad input is a clear 4xx naming what to fix; a good scan is queued on its own queue."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from PIL import Image
+
+from api.settings import Settings
+
+CALIBRATION = {"depth": {"top": 1000.0, "bottom": 1010.0, "unit": "m"},
+               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}], "step": 0.5}
+
+
+def _png(width: int = 320, height: int = 64, mode: str = "L") -> bytes:
+    pixels = np.full((height, width, 3) if mode == "RGB" else (height, width), 230, np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, mode).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _bomb(width: int, height: int) -> bytes:
+    """A tiny PNG whose header claims width x height pixels (a decompression bomb)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(
+        b"IEND", b"")
+
+
+def _post(client: TestClient, data: bytes, options: Any = None, name: str = "scan.png") -> Any:
+    form = {} if options is None else {"options": options if isinstance(options, str) else json.dumps(options)}
+    return client.post("/segment", files={"file": (name, data, "image/png")}, data=form)
+
+
+def test_a_good_scan_is_queued_on_the_inference_queue(client: TestClient, store: Any,
+                                                       broker_messages: Callable[[str], list[Any]]) -> None:
+    scan = _png(mode="RGB")
+    response = _post(client, scan, {"calibration": CALIBRATION, "well": "A-1"})
+    assert response.status_code == 202, response.text
+    job = response.json()
+    assert job["kind"] == "segment" and job["status"] == "queued"
+    assert response.headers["location"] == f"/jobs/{job['id']}"
+    assert job["config"]["model"] == {"source": "bundled", "model_id": "bundled/veernet-small"}
+    assert broker_messages("segment") == [("veernet.segment", [job["id"]])]
+    assert broker_messages("train") == []
+    assert store.get(f"segments/{job['id']}/input") == scan, "the scan is stored under the job's own id"
+
+
+@pytest.mark.parametrize(("data", "field", "fragment"), [
+    (b"definitely not an image", "file", "not a readable image"),
+    (_png()[:60], "file", "not a readable image"),
+    (_png(20, 64), "file", "at least 32 px"),
+])
+def test_unreadable_or_tiny_scans_are_422(client: TestClient, data: bytes, field: str, fragment: str) -> None:
+    response = _post(client, data, {"calibration": CALIBRATION})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["field"] == field and fragment in error["message"]
+
+
+def test_too_many_pixels_is_413_stating_the_limit(client: TestClient, reconfigure: Callable[..., Settings]) -> None:
+    response = _post(client, _bomb(100_000, 100_000), {"calibration": CALIBRATION})
+    assert response.status_code == 413
+    assert "32768000 pixels" in response.json()["detail"][0]["message"]
+    reconfigure(MAX_IMAGE_PIXELS=10_000)
+    assert _post(client, _png(320, 64), {"calibration": CALIBRATION}).status_code == 413
+
+
+def test_too_many_bytes_is_413(client: TestClient, reconfigure: Callable[..., Settings]) -> None:
+    reconfigure(MAX_UPLOAD_BYTES=2048)
+    noisy = np.random.default_rng(0).integers(0, 255, (64, 640), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(noisy).save(buffer, format="PNG")
+    response = _post(client, buffer.getvalue(), {"calibration": CALIBRATION})
+    assert response.status_code == 413 and "2048 bytes" in response.json()["detail"][0]["message"]
+
+
+@pytest.mark.parametrize(("calibration", "field"), [
+    ({**CALIBRATION, "depth": {"top": 1010.0, "bottom": 1000.0, "unit": "m"}}, "options.calibration.depth.bottom"),
+    ({**CALIBRATION, "curves": [{"mnemonic": "RES", "unit": "ohmm", "left": 0, "right": 2000, "log": True}]},
+     "options.calibration.curves[0].left"),
+    ({**CALIBRATION, "step": -1}, "options.calibration.step"),
+    ({"curves": CALIBRATION["curves"]}, "options.calibration.depth"),
+])
+def test_calibration_that_makes_no_sense_is_422_naming_the_field(client: TestClient, calibration: dict[str, Any],
+                                                                 field: str) -> None:
+    response = _post(client, _png(), {"calibration": calibration})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == field
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    (None, "options"), ("{not json", "options"), ({"calibration": CALIBRATION, "colour": 1}, "options.colour"),
+    ({}, "options.calibration"), ({"calibration": CALIBRATION, "model": {"checkpoint_id": "x"}}, "options.model"),
+])
+def test_bad_options_are_422(client: TestClient, options: Any, field: str) -> None:
+    response = _post(client, _png(), options)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == field
+
+
+def test_an_unknown_model_is_404(client: TestClient) -> None:
+    assert _post(client, _png(), {"calibration": CALIBRATION, "model": {"checkpoint_id": 999}}).status_code == 404
+    assert _post(client, _png(), {"calibration": CALIBRATION, "model": {"job_id": 999}}).status_code == 404
+
+
+def test_results_of_unknown_unfinished_or_training_jobs(client: TestClient) -> None:
+    assert client.get("/jobs/999/result").status_code == 404
+    job = _post(client, _png(), {"calibration": CALIBRATION}).json()
+    response = client.get(f"/jobs/{job['id']}/result.las")
+    assert response.status_code == 409 and "queued" in response.json()["detail"]
+    train = client.post("/jobs", json={"kind": "train", "config": {"data": {"dataset_size": 40}}}).json()
+    assert client.get(f"/jobs/{train['id']}/result").status_code == 404

@@ -1,0 +1,110 @@
+"""Run one segment job: claim, digitise the uploaded scan, write the results, finish.
+
+Segment workers keep their process between jobs (inference is short) and keep recently used models
+loaded, so a scan costs its forward pass, not a Python start and a model load.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from api import jobs
+from api.segment import input_key, result_key
+from api.settings import Settings, get_settings
+from api.storage import get_store
+from worker.runner import Heartbeat, claim, fenced, worker_name
+
+log = logging.getLogger(__name__)
+MODELS_KEPT = 2
+_models: OrderedDict[str, Any] = OrderedDict()
+
+
+def _model(spec: dict[str, Any], store: Any) -> tuple[Any, str]:
+    """The model a job asked for, from this process's cache when possible; (model, sha256)."""
+    from veernet_core.predict import bundled_model_path, load_model, read_checkpoint
+
+    if spec["source"] == "bundled":
+        data, sha256 = read_checkpoint(bundled_model_path())
+    else:
+        sha256 = spec["sha256"]
+        if sha256 in _models:
+            _models.move_to_end(sha256)
+            return _models[sha256], sha256
+        data = store.get(spec["storage_key"])
+    if sha256 not in _models:
+        _models[sha256] = load_model(data, sha256)[0]
+        while len(_models) > MODELS_KEPT:
+            _models.popitem(last=False)
+    _models.move_to_end(sha256)
+    return _models[sha256], sha256
+
+
+def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Settings) -> dict[str, bytes]:
+    """The whole inference: the result files by name."""
+    import json
+
+    from veernet_core.digitise import Calibration, digitise
+    from veernet_core.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+    from veernet_core.predict import load_image, predict_probabilities
+
+    image = load_image(scan, settings.max_image_pixels, config["rotate_portrait"])
+    model, sha256 = _model(config["model"], store)
+    probabilities = predict_probabilities(model, image)
+    calibration = Calibration.from_dict(_calibration_input(config["calibration"]), *image.shape)
+    curves = digitise(probabilities, calibration)
+    meta = ExportMeta(sha256, config["model"]["model_id"], config.get("scan", ""), config.get("well", ""))
+    return {
+        "result": json.dumps(to_json(curves, meta)).encode(),
+        "csv": to_csv(curves).encode(),
+        "las": to_las(curves, meta).encode(),
+        "mask": mask_png(probabilities),
+        "overlay": overlay_png(image, curves),
+    }
+
+
+def _calibration_input(saved: dict[str, Any]) -> dict[str, Any]:
+    """Calibration.to_dict() -> the from_dict form (depth as two ticks)."""
+    depth = saved["depth"]
+    return {**saved, "depth": {"ticks": [[depth["col_a"], depth["depth_a"]], [depth["col_b"], depth["depth_b"]]],
+                               "unit": depth["unit"]}}
+
+
+def run_segment_job(job_id: int) -> str:
+    settings = get_settings()
+    claimed = claim(job_id, settings)
+    if claimed is None:
+        log.info("segment job %s: not claimable; ignoring a duplicate delivery", job_id)
+        return "ignored"
+    attempt, job = claimed
+    log.info("segment job %s: claimed as attempt %s by %s", job_id, attempt, worker_name())
+    heartbeat = Heartbeat(job_id, attempt, settings)
+    heartbeat.start()
+    store = get_store()
+    try:
+        files = digitise_scan(job.config, store.get(input_key(job_id)), store, settings)
+        if heartbeat.lost.is_set():
+            return "lease lost"
+        for name, data in files.items():
+            store.put(result_key(job_id, name), data)
+    except Exception as exc:  # the job's own failure: counted against its cap, then failed with the error
+        log.exception("segment job %s failed", job_id)
+        error = f"{exc.__class__.__name__}: {exc}"
+        outcome = fenced(job_id, settings, lambda s: jobs.record_job_failure(s, job_id, attempt, error), "failure")
+        if outcome == "queued":
+            from api.queue import send_job_id
+
+            send_job_id(job_id, "segment")
+        return f"failed ({outcome})"
+    finally:
+        heartbeat.stop()
+    summary = {"files": {name: f"/jobs/{job_id}/{path}" for name, path in _paths().items()},
+               "model_id": job.config["model"]["model_id"]}
+    done = fenced(job_id, settings, lambda s: jobs.finish(s, job_id, attempt, "succeeded", result=summary), "finish")
+    return "succeeded" if done else "lease lost"
+
+
+def _paths() -> dict[str, str]:
+    return {"result": "result", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
+            "overlay": "overlay.png"}
