@@ -120,6 +120,24 @@ class SynthLog:
         paper_col = np.asarray(col, dtype=np.float64) - self.shear * (np.asarray(row, np.float64) - pivot)
         return self.depth.depth_of_column(paper_col, self.image.shape[1])
 
+    def calibration(self) -> dict[str, Any]:
+        """What a person would read off this log, in the form POST /segment and
+        `veernet_core.digitise.Calibration.from_dict` take: depth ends, track borders, curve scales
+        (with the side of the backup scale where the curve wraps), one output sample per column."""
+        width = self.image.shape[1]
+        curves = []
+        for curve in self.curves:
+            wrap = 0
+            if curve.backup_scale is not None:
+                wrap = 1 if curve.backup_scale.left == curve.scale.right else -1
+            s = curve.scale
+            curves.append({"mnemonic": s.mnemonic, "unit": s.unit, "left": s.left, "right": s.right,
+                           "log": s.log, "wrap": wrap})
+        step = (self.depth.bottom - self.depth.top) / (width - 1)
+        return {"depth": {"top": self.depth.top, "bottom": self.depth.bottom, "unit": self.depth.unit},
+                "curves": curves, "track_top": float(self.track[0]), "track_bottom": float(self.track[1]),
+                "step": step}
+
     def truth_json(self) -> dict[str, Any]:
         """Ground truth as plain JSON types; NaN becomes None."""
         height, width = self.image.shape

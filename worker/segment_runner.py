@@ -52,7 +52,7 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
     image = load_image(scan, settings.max_image_pixels, config["rotate_portrait"])
     model, sha256 = _model(config["model"], store)
     probabilities = predict_probabilities(model, image)
-    calibration = Calibration.from_dict(_calibration_input(config["calibration"]), *image.shape)
+    calibration = Calibration.from_dict(config["calibration"], *image.shape)
     curves = digitise(probabilities, calibration)
     meta = ExportMeta(sha256, config["model"]["model_id"], config.get("scan", ""), config.get("well", ""))
     return {
@@ -62,13 +62,6 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
         "mask": mask_png(probabilities),
         "overlay": overlay_png(image, curves),
     }
-
-
-def _calibration_input(saved: dict[str, Any]) -> dict[str, Any]:
-    """Calibration.to_dict() -> the from_dict form (depth as two ticks)."""
-    depth = saved["depth"]
-    return {**saved, "depth": {"ticks": [[depth["col_a"], depth["depth_a"]], [depth["col_b"], depth["depth_b"]]],
-                               "unit": depth["unit"]}}
 
 
 def run_segment_job(job_id: int) -> str:
