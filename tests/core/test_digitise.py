@@ -1,0 +1,242 @@
+"""Curve extraction on probability maps whose curves are known exactly."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+
+from veernet_core.digitise import (
+    Calibration,
+    CalibrationError,
+    CurveScale,
+    DepthScale,
+    TraceOptions,
+    depth_grid,
+    digitise,
+    trace_curves,
+)
+from veernet_core.synth import SynthLog, generate
+
+HEIGHT, WIDTH, TOP, BOTTOM = 64, 400, 4.0, 59.0
+
+
+def tent_map(rows: np.ndarray, height: int = HEIGHT) -> np.ndarray:
+    """Probability 1 - |row - centre| on the two pixels around each column's centre: a map whose
+    probability-weighted centroid is exactly the centre (NaN rows: no curve in that column)."""
+    prob = np.zeros((height, rows.size), dtype=np.float32)
+    grid = np.arange(height, dtype=np.float64)[:, None]
+    weights = np.clip(1.0 - np.abs(grid - rows[None, :]), 0.0, 1.0)
+    prob[:] = np.where(np.isfinite(rows)[None, :], weights, 0.0)
+    return prob
+
+
+def smooth_rows(width: int = WIDTH, low: float = 0.2, high: float = 0.8) -> np.ndarray:
+    """A gently winding curve between two track fractions, as image rows."""
+    x = np.arange(width) / width
+    fraction = low + (high - low) * (0.5 + 0.5 * np.sin(2 * math.pi * 1.5 * x + 0.3))
+    return TOP + fraction * (BOTTOM - TOP)
+
+
+def fraction_of(rows: np.ndarray) -> np.ndarray:
+    return (rows - TOP) / (BOTTOM - TOP)
+
+
+def calibration(*curves: CurveScale, step: float = 0.5, width: int = WIDTH) -> Calibration:
+    return Calibration(DepthScale.from_ends(1000.0, 1000.0 + (width - 1) * 0.25, "m", width), curves,
+                       TOP, BOTTOM, step)
+
+
+def two_class(prob: np.ndarray) -> np.ndarray:
+    """A binary model's output: (background, curve)."""
+    return np.stack([1.0 - prob, prob])
+
+
+def test_perfect_probabilities_give_the_curve_to_a_tiny_tolerance() -> None:
+    rows = smooth_rows()
+    (trace,) = trace_curves(tent_map(rows), TOP, BOTTOM)
+    np.testing.assert_allclose(trace.row, rows, atol=1e-6)
+    np.testing.assert_allclose(trace.u, fraction_of(rows), atol=1e-7)
+    assert not trace.bridged.any() and not trace.wrapped.any()
+    assert (trace.confidence >= 0.5).all()  # the tent peaks at 0.5 when the centre falls between two rows
+
+
+def test_values_on_linear_and_log_scales_are_read_exactly() -> None:
+    rows = smooth_rows()
+    gr = CurveScale("GR", "API", 0.0, 150.0)
+    ild = CurveScale("ILD", "ohm.m", 0.2, 2000.0, log=True)
+    for scale, expected in ((gr, 150.0 * fraction_of(rows)), (ild, 0.2 * 10 ** (4 * fraction_of(rows)))):
+        result = digitise(two_class(tent_map(rows)), calibration(scale, step=0.25))
+        np.testing.assert_allclose(result.depth, 1000.0 + 0.25 * np.arange(WIDTH))
+        np.testing.assert_allclose(result.curves[0].values, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_resampling_interpolates_between_columns_on_a_regular_step() -> None:
+    rows = smooth_rows()
+    result = digitise(two_class(tent_map(rows)), calibration(CurveScale("GR", "API", 0.0, 100.0), step=0.1))
+    assert np.allclose(np.diff(result.depth), 0.1)
+    assert result.depth[0] == 1000.0 and result.depth[-1] == pytest.approx(1099.7)  # last column: 1099.75
+    cols = (result.depth - 1000.0) / 0.25
+    np.testing.assert_allclose(result.curves[0].values, 100.0 * np.interp(cols, np.arange(WIDTH), fraction_of(rows)),
+                               atol=1e-9)
+
+
+def test_depth_grid_is_multiples_of_the_step_inside_the_scan() -> None:
+    grid = depth_grid(DepthScale("ft", 0.0, 1234.56, 999.0, 2345.67), 1000, 0.5)
+    assert grid[0] == 1235.0 and grid[-1] == 2345.5
+    assert np.all(np.mod(grid * 2, 1) == 0)
+
+
+def test_short_gaps_are_bridged_and_long_gaps_stay_null() -> None:
+    rows = smooth_rows()
+    holed = rows.copy()
+    holed[100:110] = np.nan  # shorter than max_gap
+    holed[200:300] = np.nan  # longer
+    (trace,) = trace_curves(tent_map(holed), TOP, BOTTOM, options=TraceOptions(max_gap=32))
+    assert trace.bridged[100:110].all() and not trace.bridged[:100].any()
+    assert np.abs(trace.row[100:110] - rows[100:110]).max() < 0.5  # a straight bridge under a gentle curve
+    assert np.isnan(trace.u[200:300]).all()
+    assert np.isfinite(trace.u[300:]).all()  # found again after the long gap
+    assert (trace.confidence[100:110] < trace.confidence[99]).all()
+
+
+def test_two_curves_crossing_keep_their_identity() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    falling = TOP + (0.1 + 0.8 * x / WIDTH) * (BOTTOM - TOP)
+    rising = TOP + (0.9 - 0.8 * x / WIDTH) * (BOTTOM - TOP)
+    prob = np.maximum(tent_map(falling), tent_map(rising))
+    upper, lower = trace_curves(prob, TOP, BOTTOM, count=2)  # ordered by mean position
+    first, second = (upper, lower) if upper.row[0] < lower.row[0] else (lower, upper)
+    away = np.abs(falling - rising) > 3  # centroids of merged runs are not exact at the crossing itself
+    np.testing.assert_allclose(first.row[away], falling[away], atol=1e-6)
+    np.testing.assert_allclose(second.row[away], rising[away], atol=1e-6)
+
+
+def _wrapping_log() -> SynthLog:
+    """A held-out synthetic log with one curve that wraps onto its backup scale."""
+    for index in range(200):
+        log = generate(424242, index, 0.1, classes=2)
+        if len(log.curves) == 1 and log.curves[0].wrapped.sum() > 20 and not log.curves[0].dashed:
+            return log
+    raise AssertionError("no wrapping single-curve log in the first 200 of the held-out seed")
+
+
+def _log_calibration(log: SynthLog, wrap: int) -> Calibration:
+    s = log.curves[0].scale
+    width = log.image.shape[1]
+    depth = DepthScale.from_ends(log.depth.top, log.depth.bottom, log.depth.unit, width)
+    step = float(depth.depth_of(1) - depth.depth_of(0))
+    return Calibration(depth, (CurveScale(s.mnemonic, s.unit, s.left, s.right, s.log, wrap),),
+                       float(log.track[0]), float(log.track[1]), step)
+
+
+def test_wrap_around_is_flagged_and_read_on_the_backup_scale() -> None:
+    log = _wrapping_log()
+    curve = log.curves[0]
+    assert curve.backup_scale is not None
+    direction = 1 if curve.backup_scale.left == curve.scale.right else -1
+    probs = two_class((log.mask == 1).astype(np.float32))  # the generator's mask: a perfect segmenter
+    result = digitise(probs, _log_calibration(log, direction)).curves[0]
+    inked = curve.inked
+    assert result.trace.wrapped[curve.wrapped & inked].mean() > 0.9
+    assert not result.trace.wrapped[~curve.wrapped & inked].any()
+    error_rows = np.abs(result.trace.row - curve.row)[inked]
+    assert np.nanmax(error_rows) <= 0.5 + 1e-9  # a mask column's centroid is within half a pixel of the stroke
+    # Read on the backup scale, one track width on: the value error is the row error in value units.
+    scale = _log_calibration(log, direction).curves[0]
+    on_backup = inked & curve.wrapped
+    values = scale.to_value(result.trace.u[on_backup])
+    value_range = abs(curve.scale.right - curve.scale.left)
+    track_rows = log.track[1] - log.track[0]
+    assert np.abs(values - curve.values[on_backup]).max() <= 0.5 / track_rows * value_range + 1e-6
+    assert np.isfinite(result.values[result.wrapped]).all()  # resampled values on the backup are kept
+
+
+def test_a_wrap_with_no_known_backup_scale_is_flagged_and_left_null() -> None:
+    log = _wrapping_log()
+    probs = two_class((log.mask == 1).astype(np.float32))
+    result = digitise(probs, _log_calibration(log, wrap=0)).curves[0]
+    assert (result.trace.wrapped & log.curves[0].inked).sum() > 20
+    assert result.wrapped.any() and np.isnan(result.values[result.wrapped]).all()
+    assert np.isfinite(result.values[~result.wrapped]).mean() > 0.95
+
+
+def test_a_synthetic_log_with_perfect_probabilities_is_read_within_half_a_pixel() -> None:
+    log = next(g for g in (generate(424242, i, 0.1, classes=2) for i in range(50))
+               if len(g.curves) == 1 and not g.curves[0].wrapped.any() and not g.curves[0].dashed)
+    probs = two_class((log.mask == 1).astype(np.float32))
+    result = digitise(probs, _log_calibration(log, 0)).curves[0]
+    inked = log.curves[0].inked
+    assert np.isfinite(result.trace.row[inked]).all()
+    assert np.abs(result.trace.row - log.curves[0].row)[inked].max() <= 0.5 + 1e-9
+
+
+def test_multiclass_probabilities_read_one_curve_per_channel() -> None:
+    rows_a, rows_b = smooth_rows(low=0.1, high=0.4), smooth_rows(low=0.6, high=0.9)
+    probs = np.stack([np.zeros((HEIGHT, WIDTH), np.float32), tent_map(rows_b), tent_map(rows_a)])
+    result = digitise(probs, calibration(CurveScale("A", "u", 0, 1), CurveScale("B", "u", 0, 1), step=0.25))
+    np.testing.assert_allclose(result.curves[0].values, fraction_of(rows_b), atol=1e-6)
+    np.testing.assert_allclose(result.curves[1].values, fraction_of(rows_a), atol=1e-6)
+
+
+@pytest.mark.parametrize(("data", "field"), [
+    ({"depth": {"top": 1200, "bottom": 1000, "unit": "m"}}, "depth.bottom"),
+    ({"depth": {"ticks": [[10, 500], [300, 400]], "unit": "m"}}, "depth.ticks[1]"),
+    ({"depth": {"ticks": [[10, 500]], "unit": "m"}}, "depth.ticks"),
+    ({"depth": {"top": 1000, "bottom": 1200}}, "depth.unit"),
+    ({"curves": [{"mnemonic": "ILD", "unit": "ohm.m", "left": 0, "right": 2000, "log": True}]}, "curves[0].left"),
+    ({"curves": [{"mnemonic": "ILD", "unit": "ohm.m", "left": 0.2, "right": -1, "log": True}]}, "curves[0].right"),
+    ({"curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 0}]}, "curves[0].right"),
+    ({"curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150, "wrap": 2}]}, "curves[0].wrap"),
+    ({"curves": []}, "curves"),
+    ({"track_top": 40, "track_bottom": 20}, "track_bottom"),
+    ({"step": 0}, "step"),
+    ({"step": "0.5"}, "step"),
+])
+def test_nonsense_calibration_is_refused_naming_the_field(data: dict[str, object], field: str) -> None:
+    good: dict[str, object] = {"depth": {"top": 1000, "bottom": 1200, "unit": "m"},
+                               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}]}
+    with pytest.raises(CalibrationError) as caught:
+        Calibration.from_dict({**good, **data}, HEIGHT, WIDTH)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(field)
+
+
+def test_a_calibration_round_trips_through_its_dict() -> None:
+    data = {"depth": {"ticks": [[20, 1500.0], [380, 1590.0]], "unit": "ft"},
+            "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150, "wrap": 1}],
+            "track_top": 3, "track_bottom": 60, "step": 0.5}
+    parsed = Calibration.from_dict(data, HEIGHT, WIDTH)
+    assert parsed.depth.depth_of(20) == 1500.0 and parsed.depth.depth_of(380) == 1590.0
+    assert Calibration.from_dict(parsed.to_dict(), HEIGHT, WIDTH) == parsed
+
+
+def test_round_trip_through_the_bundled_model_recovers_known_curves() -> None:
+    """Scan bytes -> bundled model -> curves, against the generator's truth on a held-out log."""
+    from PIL import Image
+
+    from veernet_core.predict import bundled_model_path, load_image, load_model, predict_probabilities
+
+    model, _ = load_model(bundled_model_path())
+    log = next(g for g in (generate(424242, i, 0.1, classes=2) for i in range(60))
+               if len(g.curves) == 1 and not g.curves[0].wrapped.any())
+    buffer = io.BytesIO()
+    Image.fromarray(log.image).convert("RGB").save(buffer, format="PNG")  # colour in, as users upload
+    image = load_image(buffer.getvalue())
+    assert np.array_equal(image, log.image)
+    cal = _log_calibration(log, 0)
+    result = digitise(predict_probabilities(model, image), cal).curves[0]
+    curve = log.curves[0]
+    truth_fraction = (curve.row - log.track[0]) / (log.track[1] - log.track[0])
+    cols = cal.depth.column_of(depth_grid(cal.depth, image.shape[1], cal.step))
+    truth = np.interp(cols, np.arange(truth_fraction.size), truth_fraction, left=np.nan, right=np.nan)
+    inked = np.interp(cols, np.arange(curve.inked.size), curve.inked.astype(float)) == 1.0
+    found = np.isfinite(result.values)
+    assert found[np.isfinite(truth)].mean() > 0.95
+    scale = cal.curves[0]
+    ends = np.log10([scale.left, scale.right]) if scale.log else np.array([scale.left, scale.right])
+    read = ((np.log10(result.values) if scale.log else result.values) - ends[0]) / (ends[1] - ends[0])
+    error = np.abs(read - truth)[found & inked]
+    assert 100 * error.mean() < 1.5  # % of the track range

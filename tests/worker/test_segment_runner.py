@@ -1,0 +1,64 @@
+"""A scan through the whole segment path: POST /segment, the worker's runner, every result format."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import lasio
+import numpy as np
+from PIL import Image
+
+from api.settings import Settings
+from veernet_core.synth import generate
+from worker.segment_runner import run_segment_job
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_a_synthetic_scan_is_digitised_into_every_format(client: Any, service: Settings) -> None:
+    log = generate(seed=90_210, index=1, scale=0.12, classes=3)
+    options = {"calibration": log.calibration(), "well": "SYNTH-1"}
+    response = client.post("/segment", files={"file": ("log.png", _png(log.image), "image/png")},
+                           data={"options": json.dumps(options)})
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+
+    assert run_segment_job(job_id) == "succeeded"
+    assert run_segment_job(job_id) == "ignored", "a duplicate delivery of a finished job changes nothing"
+    job = client.get(f"/jobs/{job_id}").json()
+    assert job["status"] == "succeeded" and job["attempt"] == 1
+
+    result = client.get(f"/jobs/{job_id}/result").json()
+    mnemonics = [c.scale.mnemonic for c in log.curves]
+    assert [curve["mnemonic"] for curve in result["curves"]] == mnemonics
+    height, width = log.image.shape
+    las = lasio.read(client.get(f"/jobs/{job_id}/result.las").text)
+    assert [c.mnemonic for c in las.curves][1:] == mnemonics
+    assert las.well["STEP"].value > 0 and las.well["NULL"].value == -999.25
+    csv_lines = client.get(f"/jobs/{job_id}/result.csv").text.splitlines()
+    header = csv_lines[0].split(",")
+    assert header[1::3] == [f"{c.scale.mnemonic} [{c.scale.unit}]" for c in log.curves]
+    assert len(csv_lines) == len(las.index) + 1
+    for name in ("mask.png", "overlay.png"):
+        picture = Image.open(io.BytesIO(client.get(f"/jobs/{job_id}/{name}").content))
+        assert picture.size == (width, height)
+
+    # The bundled model reads the curves it was trained for: compare where the truth is inked and not wrapped.
+    for truth, column in zip(log.curves, las.curves[1:], strict=True):
+        depth_cols = np.round((las.index - log.depth.top) / (log.depth.bottom - log.depth.top) * (width - 1))
+        cols = depth_cols.astype(int)
+        keep = truth.inked[cols] & ~truth.wrapped[cols] & ~np.isnan(column.data)
+        span = abs(truth.scale.right - truth.scale.left)
+        if truth.scale.log:
+            error = np.abs(np.log10(column.data[keep]) - np.log10(truth.values[cols][keep]))
+            span = abs(np.log10(truth.scale.right) - np.log10(truth.scale.left))
+        else:
+            error = np.abs(column.data[keep] - truth.values[cols][keep])
+        assert keep.sum() > 0.5 * len(cols), f"{truth.scale.mnemonic}: too few samples read"
+        assert float(np.median(error)) < 0.05 * span, f"{truth.scale.mnemonic}: median error too large"

@@ -1,0 +1,681 @@
+"""Curves from probabilities: a sub-pixel centreline per depth column, tracked across gaps, crossings
+and wrap-arounds, calibrated to values and depths and resampled onto a regular depth step.
+
+Positions are tracked as *unwrapped fractions* u of the track: 0 at the track's top row (the scale's
+left value), 1 at its bottom row (the right value). A curve that leaves the bottom edge and comes
+back in at the top is on its backup scale, one track width further on: u = 1 + (its fraction), so
+a single linear (or log) map `CurveScale.to_value(u)` reads primary and backup scales alike, and a
+trace stays continuous in u across the wrap. Rows are image rows with pixel centres at integers.
+
+A binary model puts every curve in one channel; the tracer then follows several traces at once and
+keeps them apart through crossings by their lines before the crossing. Curves that look alike and
+cross often can still swap identity: nothing on the page tells them apart but their wraps (used to
+order them, see `_match_wraps`) and the user's check of the overlay.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+CHUNK_COLUMNS = 2048  # run extraction works on column blocks so its temporaries do not grow with width
+
+
+class CalibrationError(ValueError):
+    """A calibration field makes no sense; ``field`` names it (dotted, as in the request)."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        self.field = field_name
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass(frozen=True)
+class CurveScale:
+    """How one curve's value maps across the track: `left` at the track's top row, `right` at its bottom.
+
+    `wrap` says where the curve's backup scale is: +1 one track width past `right` (the trace leaves
+    the bottom edge and re-enters at the top), -1 one track width past `left`, 0 unknown (a wrap is
+    then flagged and its values left null).
+    """
+
+    mnemonic: str
+    unit: str
+    left: float
+    right: float
+    log: bool = False
+    wrap: int = 0
+
+    def check(self, where: str) -> None:
+        if not self.mnemonic.strip():
+            raise CalibrationError(f"{where}.mnemonic", "must be a non-empty curve name such as GR")
+        for name in ("left", "right"):
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise CalibrationError(f"{where}.{name}", f"must be a finite number, got {value!r}")
+            if self.log and value <= 0:
+                raise CalibrationError(f"{where}.{name}", f"must be positive on a logarithmic scale, got {value!r}")
+        if self.left == self.right:
+            raise CalibrationError(f"{where}.right", f"must differ from left ({self.left!r})")
+        if self.wrap not in (-1, 0, 1):
+            raise CalibrationError(f"{where}.wrap", f"must be -1, 0 or 1, got {self.wrap!r}")
+
+    def _ends(self) -> tuple[float, float]:
+        return (math.log10(self.left), math.log10(self.right)) if self.log else (self.left, self.right)
+
+    def to_value(self, u: np.ndarray) -> np.ndarray:
+        a, b = self._ends()
+        x = a + np.asarray(u, dtype=np.float64) * (b - a)
+        return np.power(10.0, x) if self.log else x
+
+
+@dataclass(frozen=True)
+class DepthScale:
+    """Depth along the width: two (column, depth) points, from the scan's ends or from two ticks."""
+
+    unit: str
+    col_a: float
+    depth_a: float
+    col_b: float
+    depth_b: float
+
+    @classmethod
+    def from_ends(cls, top: float, bottom: float, unit: str, width: int) -> DepthScale:
+        """`top` at the first column, `bottom` at the last."""
+        return cls(unit, 0.0, top, float(width - 1), bottom)
+
+    def check(self, where: str, first: str = "top", second: str = "bottom") -> None:
+        if not self.unit.strip():
+            raise CalibrationError(f"{where}.unit", "must name the depth unit, such as m or ft")
+        for name, value in ((first, self.depth_a), (second, self.depth_b)):
+            if not math.isfinite(value):
+                raise CalibrationError(f"{where}.{name}", f"must be a finite number, got {value!r}")
+        if self.col_b <= self.col_a:
+            raise CalibrationError(f"{where}.{second}", "must be at a later column than " + first)
+        if self.depth_b <= self.depth_a:
+            raise CalibrationError(f"{where}.{second}", f"({self.depth_b:g}) must be deeper than {first} "
+                                   f"({self.depth_a:g}); depth runs left to right (flip a scan that runs "
+                                   "the other way)")
+
+    def depth_of(self, col: np.ndarray | float) -> np.ndarray:
+        per_col = (self.depth_b - self.depth_a) / (self.col_b - self.col_a)
+        return self.depth_a + (np.asarray(col, dtype=np.float64) - self.col_a) * per_col
+
+    def column_of(self, depth: np.ndarray | float) -> np.ndarray:
+        per_depth = (self.col_b - self.col_a) / (self.depth_b - self.depth_a)
+        return self.col_a + (np.asarray(depth, dtype=np.float64) - self.depth_a) * per_depth
+
+
+@dataclass(frozen=True)
+class Calibration:
+    depth: DepthScale
+    curves: tuple[CurveScale, ...]
+    track_top: float  # image row of the track's top border: fraction 0 of every scale
+    track_bottom: float  # image row of its bottom border: fraction 1
+    step: float  # output depth step, in depth.unit
+
+    def check(self, height: int, width: int) -> None:
+        self.depth.check("depth")
+        if not self.curves:
+            raise CalibrationError("curves", "must list at least one curve scale")
+        for k, curve in enumerate(self.curves):
+            curve.check(f"curves[{k}]")
+        if not 0 <= self.track_top < height:
+            raise CalibrationError("track_top", f"must be a row inside the image (0..{height - 1}), "
+                                   f"got {self.track_top!r}")
+        if not self.track_top < self.track_bottom < height:
+            raise CalibrationError("track_bottom", f"must be below track_top ({self.track_top!r}) and inside the "
+                                   f"image (< {height}), got {self.track_bottom!r}")
+        span = abs(float(self.depth.depth_of(width - 1) - self.depth.depth_of(0)))
+        if not (math.isfinite(self.step) and 0 < self.step <= span):
+            raise CalibrationError("step", f"must be positive and at most the scan's depth span ({span:g}), "
+                                   f"got {self.step!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], height: int, width: int) -> Calibration:
+        """Build and check a calibration from JSON-like data (see `to_dict`) for an image of this size.
+
+        depth: {"top", "bottom", "unit"} for the scan's first and last columns, or
+        {"ticks": [[col, depth], [col, depth]], "unit"}; curves: [{"mnemonic", "unit", "left", "right",
+        "log", "wrap"}]; track_top / track_bottom default to the image's first and last rows.
+        """
+        depth = _depth_from_dict(_field(data, "depth", dict), width)
+        raw_curves = _field(data, "curves", list)
+        curves = tuple(_curve_from_dict(c, f"curves[{k}]") for k, c in enumerate(raw_curves))
+        top = _number(data.get("track_top", 0), "track_top")
+        bottom = _number(data.get("track_bottom", height - 1), "track_bottom")
+        default_step = abs(float(depth.depth_of(1) - depth.depth_of(0)))  # one column
+        calibration = cls(depth, curves, top, bottom, _number(data.get("step", default_step), "step"))
+        calibration.check(height, width)
+        return calibration
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.depth
+        depth = {"ticks": [[d.col_a, d.depth_a], [d.col_b, d.depth_b]], "unit": d.unit}
+        return {"depth": depth, "curves": [asdict(c) for c in self.curves],
+                "track_top": self.track_top, "track_bottom": self.track_bottom, "step": self.step}
+
+
+def _field(data: Any, name: str, kind: type) -> Any:
+    if not isinstance(data, dict) or name not in data:
+        raise CalibrationError(name, "is required")
+    if not isinstance(data[name], kind):
+        raise CalibrationError(name, f"must be a JSON {'object' if kind is dict else 'array'}")
+    return data[name]
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CalibrationError(where, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _depth_from_dict(raw: dict[str, Any], width: int) -> DepthScale:
+    unit = raw.get("unit")
+    if not isinstance(unit, str):
+        raise CalibrationError("depth.unit", "is required: the depth unit, such as m or ft")
+    if "ticks" in raw:
+        ticks = raw["ticks"]
+        pairs = isinstance(ticks, list) and len(ticks) == 2
+        if not (pairs and all(isinstance(t, list) and len(t) == 2 for t in ticks)):
+            raise CalibrationError("depth.ticks", "must be two [column, depth] pairs")
+        (c1, d1), (c2, d2) = ((_number(c, f"depth.ticks[{k}]"), _number(d, f"depth.ticks[{k}]"))
+                              for k, (c, d) in enumerate(ticks))
+        scale = DepthScale(unit, c1, d1, c2, d2)
+        scale.check("depth", "ticks[0]", "ticks[1]")
+        return scale
+    scale = DepthScale.from_ends(_number(raw.get("top"), "depth.top"), _number(raw.get("bottom"), "depth.bottom"),
+                                 unit, width)
+    scale.check("depth")
+    return scale
+
+
+def _curve_from_dict(raw: Any, where: str) -> CurveScale:
+    if not isinstance(raw, dict):
+        raise CalibrationError(where, "must be an object with mnemonic, unit, left, right, log, wrap")
+    log, wrap = raw.get("log", False), raw.get("wrap", 0)
+    if not isinstance(log, bool):
+        raise CalibrationError(f"{where}.log", f"must be true or false, got {log!r}")
+    if isinstance(wrap, bool) or not isinstance(wrap, int):
+        raise CalibrationError(f"{where}.wrap", f"must be -1, 0 or 1, got {wrap!r}")
+    names = [raw.get(k, "") for k in ("mnemonic", "unit")]
+    if not all(isinstance(n, str) for n in names):
+        raise CalibrationError(f"{where}.mnemonic", "mnemonic and unit must be strings")
+    return CurveScale(names[0], names[1], _number(raw.get("left"), f"{where}.left"),
+                      _number(raw.get("right"), f"{where}.right"), log, wrap)
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """How curves are followed; the defaults suit one-to-three-pixel strokes on a 40-600 px track."""
+
+    threshold: float = 0.5  # a row is curve where its probability reaches the model's decision boundary
+    gate_px: float = 2.0  # distance from the prediction a detection may be: rasterisation slack, in pixels
+    gate_per_gap_column: float = 0.04  # extra allowed distance per column without a detection (track fraction)
+    far_gate: float = 0.5  # with nothing within the gate, a run this far (track fraction) may still be taken
+    max_gap: int = 32  # longest run of columns without a detection that is bridged; longer stays null
+    confirm: int = 3  # columns a new trace must continue before it starts (keeps specks out)
+    edge_px: float = 1.5  # a wrap needs the trace's last run to reach within this of the edge it leaves by
+    history: int = 4  # clean detections fitted for the slope of the linear prediction
+    level_cost: float = 0.001  # per column off the primary scale (track fractions): ties go to the primary
+
+
+@dataclass
+class ColumnTrace:
+    """One traced curve per image column: unwrapped fraction u, the drawn row, confidence, flags."""
+
+    u: np.ndarray  # float64, NaN where no curve
+    level: np.ndarray  # int8: 0 on the primary scale, +1 / -1 wrapped past right / left
+    row: np.ndarray  # float64 image row of the centreline as drawn (the wrapped position), NaN where none
+    confidence: np.ndarray  # float32 0..1, 0 where no curve
+    bridged: np.ndarray  # bool: interpolated across a short gap, not detected
+
+    @property
+    def wrapped(self) -> np.ndarray:
+        return self.level != 0
+
+
+@dataclass
+class DigitisedCurve:
+    mnemonic: str
+    unit: str
+    values: np.ndarray  # float64 per output depth, NaN = null
+    confidence: np.ndarray  # float32 per output depth, 0 where null
+    wrapped: np.ndarray  # bool per output depth: read on the backup scale (null when it is unknown)
+    trace: ColumnTrace  # the same curve per image column, for overlays and checks
+
+
+@dataclass
+class Digitised:
+    depth: np.ndarray  # regular: depth[0] + k * step
+    depth_unit: str
+    step: float
+    curves: list[DigitisedCurve]
+    calibration: Calibration
+    image_size: tuple[int, int] = field(default=(0, 0))  # (height, width) of the scan
+
+
+@dataclass
+class _Runs:
+    """Candidate detections of one column: runs of rows at or above the threshold."""
+
+    lo: np.ndarray  # first row
+    hi: np.ndarray  # last row
+    centre: np.ndarray  # probability-weighted centroid over the run and one row either side
+    confidence: np.ndarray  # peak probability, discounted by the run's spread
+
+
+def column_runs(prob: np.ndarray, threshold: float) -> list[_Runs]:
+    """Runs per column of a (H, W) probability map, computed on column blocks."""
+    out: list[_Runs] = []
+    for start in range(0, prob.shape[1], CHUNK_COLUMNS):
+        out.extend(_block_runs(prob[:, start : start + CHUNK_COLUMNS], threshold))
+    return out
+
+
+def _block_runs(prob: np.ndarray, threshold: float) -> list[_Runs]:
+    height, width = prob.shape
+    on = prob >= threshold
+    edges = np.diff(np.pad(on, ((1, 1), (0, 0))).astype(np.int8), axis=0)
+    start_row, start_col = np.nonzero(edges == 1)
+    stop_row, stop_col = np.nonzero(edges == -1)
+    order_a, order_b = np.lexsort((start_row, start_col)), np.lexsort((stop_row, stop_col))
+    cols, lo, hi = start_col[order_a], start_row[order_a], stop_row[order_b] - 1
+    a, b = np.maximum(lo - 1, 0), np.minimum(hi + 1, height - 1)  # one row either side: sub-pixel balance
+    p = np.vstack([np.zeros((1, width)), prob.astype(np.float64)])
+    rows = np.arange(-1, height, dtype=np.float64)[:, None]
+    mass_cum, moment_cum = np.cumsum(p, axis=0), np.cumsum(p * rows, axis=0)
+    mass = mass_cum[b + 1, cols] - mass_cum[a, cols]
+    centre = (moment_cum[b + 1, cols] - moment_cum[a, cols]) / mass
+    second = np.cumsum(p * rows**2, axis=0)
+    spread = np.sqrt(np.maximum((second[b + 1, cols] - second[a, cols]) / mass - centre**2, 0.0))
+    peaks = _run_peaks(prob, cols, lo, hi)
+    confidence = peaks / (1.0 + np.maximum(spread - 0.5, 0.0))  # a crisp stroke keeps its peak
+    bounds = np.searchsorted(cols, np.arange(width + 1))
+    return [_Runs(lo[i:j], hi[i:j], centre[i:j], confidence[i:j])
+            for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _run_peaks(prob: np.ndarray, cols: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    if cols.size == 0:
+        return np.zeros(0)
+    length = hi - lo + 1
+    index = np.repeat(np.arange(cols.size), length)
+    offsets = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
+    values = prob[np.repeat(lo, length) + offsets, np.repeat(cols, length)]
+    peaks = np.zeros(cols.size)
+    np.maximum.at(peaks, index, values)
+    return peaks
+
+
+@dataclass
+class _Track:
+    """A curve being followed. Its prediction comes from clean detections only: inside a crossing,
+    where two traces contest one run, the trace coasts on the line it had before."""
+
+    cols: list[int] = field(default_factory=list)  # clean detections: the prediction's history
+    us: list[float] = field(default_factory=list)
+    last_col: int = -(1 << 30)  # the last detection of any kind
+    level: int = 0
+    extent: tuple[float, float] | None = None  # unwrapped span of the last run, if it was not contested
+    contested: int = 0  # consecutive contested detections
+
+    def gap(self, col: int) -> int:
+        return col - self.last_col - 1
+
+    def coasting(self, col: int) -> int:
+        """Columns since the last clean detection."""
+        return col - self.cols[-1] - 1 if self.cols else 0
+
+    def predict(self, col: int, opts: TraceOptions) -> float:
+        """Slope of a least-squares line through the last few clean detections (those close together),
+        carried on from the last one; without two such detections, the last one."""
+        recent = [(c, u) for c, u in zip(self.cols[-opts.history:], self.us[-opts.history:], strict=True)
+                  if self.cols[-1] - c <= 3 * opts.history]
+        if len(recent) < 2:
+            return self.us[-1]
+        n = len(recent)
+        mean_c = sum(c for c, _ in recent) / n
+        mean_u = sum(u for _, u in recent) / n
+        spread = sum((c - mean_c) ** 2 for c, _ in recent)
+        slope = sum((c - mean_c) * (u - mean_u) for c, u in recent) / spread
+        # From the last detection, not the fitted line: beds make curves step, and a step the line
+        # has not caught up with is still where the curve is.
+        return self.us[-1] + slope * (col - self.cols[-1])
+
+    def add(self, col: int, u: float, level: int, extent: tuple[float, float], contested: bool, far: bool,
+            opts: TraceOptions) -> None:
+        self.last_col, self.level = col, level
+        self.contested = self.contested + 1 if contested else 0
+        # A contest longer than a bridgeable gap is two curves running together, not a crossing:
+        # follow the shared run again.
+        uncontested = self.contested == 0 or self.contested > opts.max_gap
+        self.extent = extent if uncontested else None
+        if uncontested and not far:
+            self.cols.append(col)
+            self.us.append(u)
+            del self.cols[: -opts.history], self.us[: -opts.history]
+
+
+@dataclass(frozen=True)
+class _Pick:
+    run: int
+    shift: int  # level of the detection: the run's fraction + shift is its unwrapped position
+    cost: float
+    far: bool = False  # outside the gate: a kick or a step hidden by a gap, not a basis for prediction
+
+
+class _Tracer:
+    """Follows `count` curves through one probability map, column by column."""
+
+    def __init__(self, prob: np.ndarray, top: float, bottom: float, count: int, opts: TraceOptions) -> None:
+        self.prob, self.top, self.span, self.opts = prob, top, bottom - top, opts
+        self.runs = column_runs(prob, opts.threshold)
+        width = prob.shape[1]
+        self.tracks = [_Track() for _ in range(count)]
+        self.u = np.full((count, width), np.nan)
+        self.level = np.zeros((count, width), dtype=np.int8)
+        self.conf = np.zeros((count, width), dtype=np.float32)
+
+    def fraction(self, rows: np.ndarray | float) -> np.ndarray:
+        return (np.asarray(rows, dtype=np.float64) - self.top) / self.span
+
+    def candidates(self, track: _Track, col: int, p: float) -> list[_Pick]:
+        """Runs within the gate of a track's prediction `p`, on its level or across a track edge."""
+        opts, runs = self.opts, self.runs[col]
+        gate = opts.gate_px / self.span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
+        f_lo, f_hi, f_c = self.fraction(runs.lo), self.fraction(runs.hi), self.fraction(runs.centre)
+        picks = []
+        edge = opts.edge_px / self.span
+        # Where the re-entry column fell in a gap, the trace is back in further from the edge.
+        entry = edge + opts.gate_per_gap_column * track.gap(col)
+        # No wrap without a clean last run, nor for a trace too new to trust (it may have started on a
+        # speck at the edge): NaN compares false.
+        settled = len(track.cols) >= opts.history
+        out_lo, out_hi = track.extent if track.extent and settled else (math.nan, math.nan)
+        for shift in (track.level - 1, track.level, track.level + 1):
+            if shift not in (-1, 0, 1):
+                continue
+            # A wrap needs the last run to have reached the edge the trace leaves by; which level a run
+            # is then read on is left to the distances, in unwrapped fractions.
+            if shift > track.level:  # out through the bottom edge, back in at the top
+                near = np.full(f_c.shape, out_hi >= shift - entry)
+            elif shift < track.level:  # out through the top edge, back in at the bottom
+                near = np.full(f_c.shape, out_lo <= shift + 1 + entry)
+            else:
+                near = np.ones(f_c.shape, dtype=bool)
+            # A run continues the trace if it is near the prediction or touches the last run
+            # (8-connected, one row of slack): the latter follows kicks the prediction overshoots.
+            to_prediction = np.maximum(0.0, np.maximum(f_lo + shift - p, p - f_hi - shift))
+            distance = to_prediction
+            if track.extent is not None:
+                last_lo, last_hi = track.extent
+                slack = 1.0 / self.span
+                to_last = np.maximum(0.0, np.maximum(f_lo + shift - last_hi, last_lo - f_hi - shift) - slack)
+                distance = np.minimum(to_prediction, to_last)
+            cost = distance + 0.1 * np.abs(f_c + shift - p) + edge * abs(shift - track.level)
+            for r in np.nonzero(near & (distance <= gate))[0]:
+                picks.append(_Pick(int(r), shift, float(cost[r])))
+            for r in np.nonzero(near & (distance > gate) & (distance <= opts.far_gate))[0]:
+                picks.append(_Pick(int(r), shift, 1.0 + float(cost[r]), far=True))
+        return picks
+
+    def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Detections per trace and column: unwrapped fraction (NaN: none), level, confidence."""
+        for col in range(self.prob.shape[1]):
+            active = [k for k, t in enumerate(self.tracks) if t.gap(col) <= self.opts.max_gap]
+            claimed = self._assign(col, active)
+            self._births(col, [k for k in range(len(self.tracks)) if k not in active], claimed)
+        return self.u, self.level, self.conf
+
+    def _assign(self, col: int, active: list[int]) -> dict[int, _Pick]:
+        """The most active tracks matched to distinct runs, cheapest first; close misses then share."""
+        predicted = {k: self.tracks[k].predict(col, self.opts) for k in active}
+        options = {k: self.candidates(self.tracks[k], col, predicted[k]) for k in active}
+        best: dict[int, _Pick] = {}
+        best_key = (0, 0.0)
+        for combo in _combinations([options[k] for k in active]):
+            runs_used = [p.run for p in combo if p is not None]
+            if len(set(runs_used)) < len(runs_used):
+                continue
+            key = (-len(runs_used), sum(p.cost for p in combo if p is not None))
+            if not best or key < best_key:
+                best, best_key = {k: p for k, p in zip(active, combo, strict=True) if p is not None}, key
+        taken = {p.run for p in best.values()}
+        for k in active:  # curves crossing: a trace left without a run of its own shares a near one
+            if k not in best and self.tracks[k].gap(col) == 0:
+                shared = [p for p in options[k] if p.run in taken and not p.far]
+                if shared:
+                    best[k] = min(shared, key=lambda p: p.cost)
+        wanted = [p.run for k in active for p in options[k] if not p.far]
+        for k, pick in best.items():
+            others = [predicted[j] - best[j].shift for j in best if j != k and best[j].run == pick.run]
+            centre = self._split_centre(col, pick, predicted[k] - pick.shift, others) if others else None
+            self._record(k, col, pick, centre, contested=wanted.count(pick.run) > 1)
+        self._release_duplicates(best)
+        return best
+
+    def _release_duplicates(self, picks: dict[int, _Pick]) -> None:
+        """Two traces that have shared one run for longer than a crossing lasts are one curve followed
+        twice: the one that coasted longer lets go, free to start again on a curve nobody follows."""
+        for k, pick in picks.items():
+            partners = [j for j, p in picks.items() if j != k and p.run == pick.run]
+            long_shared = self.tracks[k].contested > self.opts.max_gap
+            if partners and long_shared and all(self.tracks[j].last_col >= 0 for j in partners):
+                loser = max([k, *partners], key=lambda j: (self.tracks[j].coasting(self.tracks[j].last_col), j))
+                self.tracks[loser] = _Track()
+                return
+
+    def _record(self, k: int, col: int, pick: _Pick, centre: float | None = None, contested: bool = False) -> None:
+        runs = self.runs[col]
+        centre = float(runs.centre[pick.run]) if centre is None else centre
+        u = float(self.fraction(centre)) + pick.shift
+        extent = (float(self.fraction(runs.lo[pick.run])) + pick.shift,
+                  float(self.fraction(runs.hi[pick.run])) + pick.shift)
+        self.tracks[k].add(col, u, pick.shift, extent, contested, pick.far, self.opts)
+        self.u[k, col], self.level[k, col] = u, pick.shift
+        self.conf[k, col] = runs.confidence[pick.run]
+
+    def _split_centre(self, col: int, pick: _Pick, mine: float, others: list[float]) -> float:
+        """Centroid of the rows of a shared run nearer this trace's prediction than the others'
+        (fractions on the run's own level): two curves crossing pull neither centre off."""
+        runs = self.runs[col]
+        lo, hi = int(runs.lo[pick.run]), int(runs.hi[pick.run])
+        rows = np.arange(max(lo - 1, 0), min(hi + 2, self.prob.shape[0]))
+        f = self.fraction(rows)
+        nearest = np.ones(rows.shape, dtype=bool)
+        for other in others:
+            if abs(other - mine) > 1e-9:
+                nearest &= np.abs(f - mine) <= np.abs(f - other)
+        weights = self.prob[rows, col].astype(np.float64) * nearest
+        if weights.sum() <= 1e-6:
+            return float(runs.centre[pick.run])
+        return float((weights * rows).sum() / weights.sum())
+
+    def _births(self, col: int, idle: list[int], claimed: dict[int, _Pick]) -> None:
+        """Start idle tracks (never started, or lost for longer than max_gap) on unclaimed, confirmed runs."""
+        if not idle:
+            return
+        runs = self.runs[col]
+        taken = {p.run for p in claimed.values()}
+        near_active = [float(self.u[k, col]) for k in claimed]
+        exclusion = self.opts.gate_px / self.span
+        fresh = []
+        for r in range(runs.centre.size):
+            f = float(self.fraction(runs.centre[r]))
+            if r in taken or any(abs(f - (u - math.floor(u))) <= exclusion for u in near_active):
+                continue
+            if self._confirmed(col, float(runs.centre[r])):
+                fresh.append((f, r))
+        fresh.sort(key=lambda item: -float(runs.confidence[item[1]]))  # the surest run starts first
+        for f, r in fresh:
+            if not idle:
+                return
+            k = min(idle, key=lambda i: abs(self.tracks[i].us[-1] - f) if self.tracks[i].us else 2.0)
+            idle.remove(k)
+            self.tracks[k] = _Track()
+            self._record(k, col, _Pick(r, 0, 0.0))
+
+    def _confirmed(self, col: int, centre: float) -> bool:
+        """The run continues in `confirm` of the next 2 * `confirm` columns (a speck or a stray kick
+        does not; a dashed curve does)."""
+        found, last = 0, col
+        for c in range(col + 1, min(col + 1 + 2 * self.opts.confirm, len(self.runs))):
+            runs = self.runs[c]
+            reach = self.opts.gate_px + self.opts.gate_per_gap_column * self.span * (c - last - 1) \
+                + (runs.hi - runs.lo) / 2
+            near = np.abs(runs.centre - centre) <= reach
+            if near.any():
+                centre = float(runs.centre[np.argmin(np.abs(runs.centre - centre))])
+                found, last = found + 1, c
+                if found >= self.opts.confirm:
+                    return True
+        return found >= min(self.opts.confirm, len(self.runs) - 1 - col)
+
+
+
+def _combinations(options: list[list[_Pick]]) -> list[tuple[_Pick | None, ...]]:
+    combos: list[tuple[_Pick | None, ...]] = [()]
+    for opts in options:
+        choices: list[_Pick | None] = [None, *sorted(opts, key=lambda p: p.cost)[:4]]
+        combos = [(*c, o) for c in combos for o in choices]
+    return combos
+
+
+def _bridge(u: np.ndarray, level: np.ndarray, conf: np.ndarray, max_gap: int) -> np.ndarray:
+    """Interpolate gaps of at most `max_gap` columns between detections, in place; returns the mask."""
+    found = np.nonzero(np.isfinite(u))[0]
+    bridged = np.zeros(u.shape, dtype=bool)
+    for a, b in zip(found[:-1], found[1:], strict=True):
+        if 1 < b - a <= max_gap + 1:
+            cols = np.arange(a + 1, b)
+            t = (cols - a) / (b - a)
+            u[cols] = u[a] + t * (u[b] - u[a])
+            level[cols] = np.where(t < 0.5, level[a], level[b])
+            conf[cols] = 0.5 * min(conf[a], conf[b])  # an interpolation is worth less than a detection
+            bridged[cols] = True
+    return bridged
+
+
+def trace_curves(prob: np.ndarray, track_top: float, track_bottom: float, count: int = 1,
+                 options: TraceOptions = TraceOptions()) -> list[ColumnTrace]:
+    """Follow `count` curves through one (H, W) curve-probability map; traces ordered top to bottom
+    by their mean position (nothing on the page tells same-looking curves apart otherwise)."""
+    u, level, conf = _Tracer(prob, track_top, track_bottom, count, options).run()
+    traces = []
+    for k in range(count):
+        u[k], level[k] = _relevel(u[k] - level[k], options.level_cost)
+        bridged = _bridge(u[k], level[k], conf[k], options.max_gap)
+        traces.append(ColumnTrace(u[k], level[k], track_top + (u[k] - level[k]) * (track_bottom - track_top),
+                                  conf[k], bridged))
+    return sorted(traces, key=lambda t: float(np.nanmean(t.u)) if np.isfinite(t.u).any() else 2.0)
+
+
+def _relevel(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.ndarray]:
+    """The wrap level of every detection, chosen for the whole trace at once (Viterbi): the levels
+    whose unwrapped positions make the trace move least, a small cost per column off the primary scale
+    breaking ties. Tracing column by column can take a wrong level at a stray kick across an edge and
+    keep it; the whole trace's continuity does not. Returns (unwrapped fraction, level)."""
+    cols = np.nonzero(np.isfinite(fraction))[0]
+    level = np.zeros(fraction.shape, dtype=np.int8)
+    if cols.size == 0:
+        return fraction.copy(), level
+    states = (-1, 0, 1)
+    f = fraction[cols].tolist()
+    cost = [level_cost * abs(s) for s in states]
+    back: list[list[int]] = []
+    for i in range(1, len(f)):
+        span = int(cols[i] - cols[i - 1])
+        step, came = [], []
+        for s in states:
+            options = [cost[j] + abs(f[i] + s - f[i - 1] - states[j]) for j in range(3)]
+            j = min(range(3), key=options.__getitem__)
+            step.append(options[j] + level_cost * abs(s) * span)
+            came.append(j)
+        cost = step
+        back.append(came)
+    j = min(range(3), key=cost.__getitem__)
+    chosen = [j]
+    for came in reversed(back):
+        j = came[j]
+        chosen.append(j)
+    level[cols] = [states[j] for j in reversed(chosen)]
+    return fraction + level, level
+
+
+def channel_plan(num_classes: int, curves: int) -> list[tuple[int, list[int]]]:
+    """Which probability channel each calibrated curve is read from.
+
+    A binary model (background + curve) carries every curve in channel 1; a multiclass model has one
+    channel per curve class, in order.
+    """
+    if num_classes == 2:
+        return [(1, list(range(curves)))]
+    if curves > num_classes - 1:
+        raise CalibrationError("curves", f"lists {curves} curves but the model separates only {num_classes - 1}")
+    return [(k + 1, [k]) for k in range(curves)]
+
+
+def digitise(probabilities: np.ndarray, calibration: Calibration,
+             options: TraceOptions = TraceOptions()) -> Digitised:
+    """(C, H, W) class probabilities (channel 0 background) -> calibrated curves on a regular depth step."""
+    classes, height, width = probabilities.shape
+    calibration.check(height, width)
+    traces: list[ColumnTrace | None] = [None] * len(calibration.curves)
+    for channel, members in channel_plan(classes, len(calibration.curves)):
+        found = trace_curves(probabilities[channel], calibration.track_top, calibration.track_bottom,
+                             len(members), options)
+        wraps = [calibration.curves[i].wrap for i in members]
+        for index, trace in zip(members, _match_wraps(found, wraps), strict=True):
+            traces[index] = trace
+    depth = depth_grid(calibration.depth, width, calibration.step)
+    if depth.size == 0:
+        raise CalibrationError("step", f"no multiple of {calibration.step:g} lies within the scan's depths")
+    cols = calibration.depth.column_of(depth)
+    curves = [_resample(scale, trace, cols) for scale, trace in zip(calibration.curves, traces, strict=True)
+              if trace is not None]
+    return Digitised(depth, calibration.depth.unit, calibration.step, curves, calibration, (height, width))
+
+
+def _match_wraps(traces: list[ColumnTrace], wraps: list[int]) -> list[ColumnTrace]:
+    """Traces in the order that lets most of their wrapped samples be read on the curves' declared
+    backup scales; otherwise top to bottom. A wrap is the one mark that tells same-looking curves apart."""
+    def readable(order: tuple[int, ...]) -> int:
+        return sum(int(np.count_nonzero(traces[t].level[traces[t].level != 0] == wrap))
+                   for t, wrap in zip(order, wraps, strict=True))
+    best = max(itertools.permutations(range(len(traces))), key=lambda order: (readable(order), order == tuple(
+        range(len(traces)))))
+    return [traces[t] for t in best]
+
+
+def depth_grid(scale: DepthScale, width: int, step: float) -> np.ndarray:
+    """Multiples of `step` from the first at or below the scan's top to the last above its bottom."""
+    top, bottom = float(scale.depth_of(0)), float(scale.depth_of(width - 1))
+    tolerance = 1e-9 * max(1.0, abs(top), abs(bottom))
+    first = math.ceil((top - tolerance) / step)
+    last = math.floor((bottom + tolerance) / step)
+    decimals = max(0, 9 - int(math.floor(math.log10(step))))  # no 1234.5000000001 in the outputs
+    return np.round(np.arange(first, last + 1, dtype=np.float64) * step, min(decimals, 12))
+
+
+def _resample(scale: CurveScale, trace: ColumnTrace, cols: np.ndarray) -> DigitisedCurve:
+    """Column trace -> values at fractional columns: linear between two detections, else the nearer
+    one within half a column, else null."""
+    width = trace.u.size
+    x = np.clip(cols, 0, width - 1)
+    i0 = np.minimum(np.floor(x).astype(np.int64), width - 2) if width > 1 else np.zeros(x.shape, np.int64)
+    i1 = np.minimum(i0 + 1, width - 1)
+    t = x - i0
+    nearest = np.rint(x).astype(np.int64)
+    u = trace.u[i0] * (1 - t) + trace.u[i1] * t  # u is continuous across a wrap, so this holds there too
+    u = np.where(np.isfinite(u), u, trace.u[nearest])
+    conf = np.where(np.isfinite(u), trace.confidence[i0] * (1 - t) + trace.confidence[i1] * t, 0.0)
+    conf = np.where(np.isfinite(conf), conf, trace.confidence[nearest]).astype(np.float32)
+    level = trace.level[nearest]
+    readable = np.isfinite(u) & ((level == 0) | (level == scale.wrap))
+    values = np.where(readable, scale.to_value(np.where(readable, u, 0.5)), np.nan)
+    return DigitisedCurve(scale.mnemonic, scale.unit, values, np.where(readable, conf, 0).astype(np.float32),
+                          (level != 0) & np.isfinite(u), trace)

@@ -1,0 +1,228 @@
+"""Digitised curves out: JSON, CSV, LAS 2.0, a probability mask PNG and an overlay PNG to check by eye.
+
+Every writer takes a `Digitised` (regular depth samples, NaN = no curve) and returns plain data, text
+or PNG bytes; nothing touches the file system, so the service can stream them and tests can read them.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import lasio
+import numpy as np
+from PIL import Image, ImageDraw
+
+from veernet_core.digitise import Digitised, DigitisedCurve
+
+LAS_NULL = -999.25  # the LAS convention for "no value"
+# LAS 2.0 checkers accept only these depth units for the index; common spellings map onto them.
+LAS_DEPTH_UNITS = {"m": "M", "meter": "M", "metre": "M", "meters": "M", "metres": "M",
+                   "ft": "FT", "f": "FT", "feet": "FT", "foot": "FT"}
+# Distinct, colour-blind-safe hues (Okabe-Ito) for traced curves on the overlay.
+PALETTE = ((230, 159, 0), (0, 114, 178), (204, 121, 167), (0, 158, 115), (213, 94, 0), (86, 180, 233))
+
+
+@dataclass(frozen=True)
+class ExportMeta:
+    """What the result came from: recorded in every output that has a header."""
+
+    model_sha256: str
+    model_id: str = ""  # e.g. "bundled/veernet-small", "checkpoint/42", "job/7/best" (LAS turns ':' into '/')
+    scan: str = ""  # the uploaded file's name
+    well: str = ""  # well name, when the caller knows it
+    created: str = ""  # ISO 8601 time; now (UTC) when empty
+
+
+def unique_mnemonics(curves: list[DigitisedCurve]) -> list[str]:
+    """Curve mnemonics made unique (GR, GR:2, ...) as LAS and CSV columns need."""
+    seen: dict[str, int] = {}
+    names = []
+    for curve in curves:
+        base = curve.mnemonic.strip().upper().replace(" ", "_") or "CURVE"
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}:{seen[base]}")
+    return names
+
+
+def _json_float(x: float, digits: int = 6) -> float | None:
+    return round(float(x), digits) if math.isfinite(x) else None
+
+
+def to_json(d: Digitised, meta: ExportMeta | None = None) -> dict[str, object]:
+    """Depth samples and, per curve, a value, a confidence and a wrap flag per sample; null where no curve."""
+    names = unique_mnemonics(d.curves)
+    curves = []
+    for name, curve in zip(names, d.curves, strict=True):
+        found = np.isfinite(curve.values)
+        curves.append({
+            "mnemonic": name,
+            "unit": curve.unit,
+            "values": [_json_float(v) for v in curve.values.tolist()],
+            "confidence": [round(float(c), 4) if f else None
+                           for c, f in zip(curve.confidence.tolist(), found.tolist(), strict=True)],
+            "wrapped": curve.wrapped.tolist(),
+            "found_fraction": round(float(found.mean()), 4) if found.size else 0.0,
+        })
+    result: dict[str, object] = {
+        "depth": {"unit": d.depth_unit, "step": d.step, "start": _first(d.depth), "stop": _last(d.depth),
+                  "values": [float(x) for x in d.depth.tolist()]},
+        "curves": curves,
+        "calibration": d.calibration.to_dict(),
+        "image": {"height": d.image_size[0], "width": d.image_size[1]},
+    }
+    if meta is not None:
+        result["model"] = {"sha256": meta.model_sha256, "id": meta.model_id}
+    return result
+
+
+def _first(depth: np.ndarray) -> float | None:
+    return float(depth[0]) if depth.size else None
+
+
+def _last(depth: np.ndarray) -> float | None:
+    return float(depth[-1]) if depth.size else None
+
+
+def to_csv(d: Digitised) -> str:
+    """One row per depth sample: depth, then per curve its value, confidence and wrap flag; empty = null."""
+    names = unique_mnemonics(d.curves)
+    header = [f"DEPT [{d.depth_unit}]"]
+    for name, curve in zip(names, d.curves, strict=True):
+        header += [f"{name} [{curve.unit}]", f"{name} confidence", f"{name} wrapped"]
+    lines = [",".join(_csv_field(h) for h in header)]
+    for i, depth in enumerate(d.depth.tolist()):
+        row = [_number(depth)]
+        for curve in d.curves:
+            value = float(curve.values[i])
+            found = math.isfinite(value)
+            row += [_number(value) if found else "", f"{float(curve.confidence[i]):.4f}" if found else "",
+                    "1" if curve.wrapped[i] else "0"]
+        lines.append(",".join(row))
+    return "\n".join(lines) + "\n"
+
+
+def _number(x: float) -> str:
+    return format(x, ".10g")
+
+
+def _csv_field(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\n') else text
+
+
+def to_las(d: Digitised, meta: ExportMeta) -> str:
+    """LAS 2.0, unwrapped, on the regular depth step, NULL -999.25; the model and the calibration in
+    the ~Parameter section. Written with lasio."""
+    if d.depth.size < 2:
+        raise ValueError("a LAS file needs at least two depth samples; use a smaller output depth step")
+    unit = LAS_DEPTH_UNITS.get(d.depth_unit.strip().lower(), d.depth_unit.strip().upper())
+    las = lasio.LASFile()
+    las.version["VERS"] = lasio.HeaderItem("VERS", value=2.0, descr="CWLS LOG ASCII STANDARD - VERSION 2.0")
+    las.version["WRAP"] = lasio.HeaderItem("WRAP", value="NO", descr="ONE LINE PER DEPTH STEP")
+    created = datetime.fromisoformat(meta.created) if meta.created else datetime.now(UTC)
+    for mnemonic, value, descr in (
+        ("NULL", LAS_NULL, "NULL VALUE"),
+        ("COMP", "", "COMPANY"),
+        ("WELL", _las_text(meta.well or meta.scan or "UNKNOWN"), "WELL"),
+        ("FLD", "", "FIELD"),
+        ("LOC", "", "LOCATION"),
+        ("CTRY", "", "COUNTRY"),
+        ("SRVC", "VeerNet digitisation", "SERVICE COMPANY"),
+        ("DATE", created.astimezone(UTC).strftime("%Y-%m-%d %H.%M.%S UTC"), "DATE DIGITISED"),
+        ("UWI", "", "UNIQUE WELL ID"),
+    ):
+        las.well[mnemonic] = lasio.HeaderItem(mnemonic, value=value, descr=descr)
+    las.append_curve("DEPT", d.depth, unit=unit, descr="DEPTH")
+    for name, curve in zip(unique_mnemonics(d.curves), d.curves, strict=True):
+        las.append_curve(name, np.where(np.isfinite(curve.values), curve.values, np.nan), unit=curve.unit,
+                         descr=f"{curve.mnemonic} digitised from scan")
+    for item in _parameters(d, meta, unit):
+        las.params[item.mnemonic] = item
+    buffer = io.StringIO()
+    step = float(d.depth[1] - d.depth[0])
+    las.write(buffer, version=2.0, wrap=False, STRT=float(d.depth[0]), STOP=float(d.depth[-1]),
+              STEP=round(step, 10), fmt="%.6g")
+    text = buffer.getvalue()
+    return "\n".join(line for line in text.splitlines() if line.strip()) + "\n"  # LAS sections hold no blank lines
+
+
+def _parameters(d: Digitised, meta: ExportMeta, depth_unit: str) -> list[lasio.HeaderItem]:
+    """Model identity and the calibration that produced the values."""
+    c = d.calibration
+    items = [
+        lasio.HeaderItem("MODEL", value=meta.model_sha256, descr="VeerNet checkpoint sha256"),
+        lasio.HeaderItem("MODELID", value=_las_text(meta.model_id or "unknown"), descr="VeerNet model id"),
+        lasio.HeaderItem("SCAN", value=_las_text(meta.scan or "unknown"), descr="Scanned image"),
+        lasio.HeaderItem("DCOLA", unit="px", value=c.depth.col_a, descr="Depth calibration point A column"),
+        lasio.HeaderItem("DDEPA", unit=depth_unit, value=c.depth.depth_a, descr="Depth calibration point A depth"),
+        lasio.HeaderItem("DCOLB", unit="px", value=c.depth.col_b, descr="Depth calibration point B column"),
+        lasio.HeaderItem("DDEPB", unit=depth_unit, value=c.depth.depth_b, descr="Depth calibration point B depth"),
+        lasio.HeaderItem("TRKTOP", unit="px", value=c.track_top, descr="Track top row (scale left)"),
+        lasio.HeaderItem("TRKBOT", unit="px", value=c.track_bottom, descr="Track bottom row (scale right)"),
+    ]
+    for k, (name, scale) in enumerate(zip(unique_mnemonics(d.curves), c.curves, strict=True)):
+        kind = "LOG" if scale.log else "LIN"
+        wrap = {1: "PAST RIGHT", -1: "PAST LEFT", 0: "NONE"}[scale.wrap]
+        items.append(lasio.HeaderItem(
+            f"SCL{k + 1}", unit=scale.unit, value=f"{scale.left:g} {scale.right:g} {kind}",
+            descr=f"{name} scale left right type; backup {wrap}"))
+    return items
+
+
+def _las_text(text: str) -> str:
+    """A header value safe in LAS: the colon delimits the description, so it becomes '/'."""
+    return " ".join(text.replace(":", "/").split())
+
+
+def mask_png(probabilities: np.ndarray) -> bytes:
+    """8-bit grayscale PNG of the curve probability (1 - background) per pixel: white = curve."""
+    if probabilities.ndim != 3 or probabilities.shape[0] < 2:
+        raise ValueError(f"probabilities must be (classes >= 2, H, W), got {probabilities.shape}")
+    curve = 1.0 - probabilities[0]
+    pixels = np.clip(np.rint(curve * 255.0), 0, 255).astype(np.uint8)
+    return _png(Image.fromarray(pixels, mode="L"))
+
+
+def overlay_png(image: np.ndarray, d: Digitised) -> bytes:
+    """The scan, faded, with each traced curve drawn in its own colour; bridged stretches thin,
+    the track borders dotted, each curve named at its first point."""
+    if image.ndim != 2:
+        raise ValueError(f"image must be grayscale (H, W), got shape {image.shape}")
+    faded = (np.asarray(image, dtype=np.float32) * 0.6 + 102.0).astype(np.uint8)  # keep colours readable
+    canvas = Image.fromarray(faded, mode="L").convert("RGB")
+    pen = ImageDraw.Draw(canvas)
+    _track_borders(pen, d, image.shape[1])
+    for k, (name, curve) in enumerate(zip(unique_mnemonics(d.curves), d.curves, strict=True)):
+        _draw_trace(pen, curve, PALETTE[k % len(PALETTE)], name)
+    return _png(canvas)
+
+
+def _track_borders(pen: ImageDraw.ImageDraw, d: Digitised, width: int) -> None:
+    for row in (d.calibration.track_top, d.calibration.track_bottom):
+        for x in range(0, width, 8):
+            pen.line([(x, row), (min(x + 3, width - 1), row)], fill=(120, 120, 120))
+
+
+def _draw_trace(pen: ImageDraw.ImageDraw, curve: DigitisedCurve, colour: tuple[int, int, int], name: str) -> None:
+    trace = curve.trace
+    rows = trace.row
+    found = np.isfinite(rows)
+    # Join neighbouring columns on the same level; a wrap jumps across the track and is not joined.
+    joined = found[:-1] & found[1:] & (trace.level[:-1] == trace.level[1:])
+    for col in np.nonzero(joined)[0].tolist():
+        thin = bool(trace.bridged[col] or trace.bridged[col + 1])
+        pen.line([(col, float(rows[col])), (col + 1, float(rows[col + 1]))], fill=colour, width=1 if thin else 2)
+    lone = found & ~np.concatenate([[False], joined]) & ~np.concatenate([joined, [False]])
+    for col in np.nonzero(lone)[0].tolist():
+        pen.point((col, float(rows[col])), fill=colour)
+    if found.any():
+        first = int(np.argmax(found))
+        pen.text((first + 2, max(0.0, float(rows[first]) - 10)), name, fill=colour)
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=False)
+    return buffer.getvalue()
