@@ -10,6 +10,7 @@ from typing import Any
 
 from veernet_core.checkpoint import LocalStore
 from veernet_core.config import ConfigError, TrainConfig
+from veernet_core.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH
 from veernet_core.progress import Progress, TrainCallbacks
 
 
@@ -83,6 +84,31 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_digitise(args: argparse.Namespace) -> int:
+    from veernet_core.digitise import Calibration, digitise
+    from veernet_core.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+    from veernet_core.predict import bundled_model_path, load_image, load_model, predict_probabilities, read_checkpoint
+
+    image = load_image(Path(args.scan).read_bytes(), max_pixels=args.max_pixels, rotate_portrait=args.rotate_portrait)
+    calibration = Calibration.from_dict(json.loads(Path(args.calibration).read_text()), *image.shape)
+    data, sha256 = read_checkpoint(args.checkpoint or bundled_model_path())
+    model, _ = load_model(data)
+    probabilities = predict_probabilities(model, image, tile_width=args.tile_width, overlap=args.overlap)
+    result = digitise(probabilities, calibration)
+    meta = ExportMeta(sha256, "file/" + Path(args.checkpoint).name if args.checkpoint else "bundled/veernet-small",
+                      scan=Path(args.scan).name)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(to_json(result, meta), allow_nan=False))
+    (out / "result.csv").write_text(to_csv(result))
+    (out / "result.las").write_text(to_las(result, meta))
+    (out / "mask.png").write_bytes(mask_png(probabilities))
+    (out / "overlay.png").write_bytes(overlay_png(image, result))
+    print(json.dumps({"out": str(out), "model_sha256": sha256, "samples": int(result.depth.size),
+                      "found": {c.mnemonic: round(float((c.values == c.values).mean()), 4) for c in result.curves}}))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m veernet_core", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -105,6 +131,18 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--scale", type=float, default=1.0)
     s.add_argument("--classes", type=int, default=3, choices=(2, 3))
     s.set_defaults(run=cmd_synth)
+    d = sub.add_parser("digitise", help="digitise a scanned log into JSON, CSV, LAS 2.0, a mask and an overlay")
+    d.add_argument("scan", help="PNG, TIFF or JPEG scan; depth along the width")
+    d.add_argument("--calibration", required=True,
+                   help="JSON: depth {top, bottom, unit} or {ticks, unit}; curves [{mnemonic, unit, left, right, "
+                        "log, wrap}]; track_top, track_bottom, step (see veernet_core/digitise.py)")
+    d.add_argument("--out", required=True, help="directory for result.json/.csv/.las, mask.png, overlay.png")
+    d.add_argument("--checkpoint", help="checkpoint file (default: the bundled model)")
+    d.add_argument("--rotate-portrait", action="store_true", help="turn a portrait scan so depth runs along the width")
+    d.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS)
+    d.add_argument("--tile-width", type=int, default=DEFAULT_TILE_WIDTH)
+    d.add_argument("--overlap", type=int, default=DEFAULT_OVERLAP)
+    d.set_defaults(run=cmd_digitise)
     return p
 
 

@@ -161,7 +161,8 @@ def validate(config: TrainConfig) -> dict[str, str]:
     widths = config.model.widths
     if len(widths) != 6 or any(not 4 <= w <= 1024 for w in widths):
         errors["model.widths"] = "must be 6 channel counts (stem + five stride-2 stages), each 4 to 1024"
-    elif config.model.transformer_layers and widths[-1] % config.model.transformer_heads:
+    elif (config.model.transformer_layers and "model.transformer_heads" not in errors  # 0 heads: reported above
+          and widths[-1] % config.model.transformer_heads):
         errors["model.transformer_heads"] = f"must divide the bottleneck width {widths[-1]}"
     if config.model.num_classes != config.data.classes:
         errors["model.num_classes"] = f"must equal data.classes ({config.data.classes})"
