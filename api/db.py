@@ -37,6 +37,13 @@ def normalize_url(url: str) -> str:
     return url
 
 
+def _idle_in_transaction_option() -> str:
+    """A process frozen or cut off inside a transaction would hold its job row's lock for ever, and
+    the reaper skips locked rows: Postgres ends such a session well within one lease."""
+    timeout_ms = max(1000, int(get_settings().lease_seconds * 1000 / 3))
+    return f"-c idle_in_transaction_session_timeout={timeout_ms}"
+
+
 def make_engine(url: str) -> Engine:
     """A new engine for ``url``; use :func:`get_engine` for the process's shared one."""
     url = normalize_url(url)
@@ -46,7 +53,8 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         return create_engine(url, pool_pre_ping=True, pool_size=POSTGRES_POOL_SIZE,
                              max_overflow=POSTGRES_MAX_OVERFLOW,
-                             connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S})
+                             connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
+                                           "options": _idle_in_transaction_option()})
     return create_engine(url, pool_pre_ping=True)
 
 

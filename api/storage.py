@@ -111,7 +111,7 @@ def _open_s3(store: Any, key: str) -> Blob:
     try:
         response = store.client.get_object(Bucket=store.bucket, Key=store.prefix + key)
     except Exception as exc:  # botocore raises many types for a missing key or a down endpoint
-        code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+        code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
         if code in {"404", "NoSuchKey", "NotFound"}:
             raise BlobMissing(key, store.describe()) from exc
         raise StoreError(f"checkpoint store {store.describe()} unavailable: {exc}") from exc

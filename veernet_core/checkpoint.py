@@ -180,7 +180,7 @@ class S3Store:
 
 
 def _is_missing(exc: Exception) -> bool:
-    code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+    code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
     return code in {"404", "NoSuchKey", "NotFound", "NoSuchBucket"}
 
 

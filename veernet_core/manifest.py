@@ -74,7 +74,7 @@ class _S3Store:
         try:
             return bytes(self.client.get_object(**request)["Body"].read())
         except Exception as exc:  # botocore's ClientError, without importing botocore here
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            code = (getattr(exc, "response", None) or {}).get("Error", {}).get("Code")
             if code in ("NoSuchKey", "404"):
                 raise FileNotFoundError(_missing(self.name(rel), self.name(MANIFEST_NAME))) from exc
             raise

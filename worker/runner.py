@@ -14,9 +14,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from api import jobs
 from api.db import session_scope
@@ -25,6 +25,9 @@ from api.queue import send_job_id
 from api.registry import DbCheckpointRegistry, LeaseLost
 from api.settings import Settings, get_settings
 from api.storage import get_store, is_s3
+
+if TYPE_CHECKING:
+    from veernet_core.checkpoint import CheckpointRef
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,8 +45,10 @@ def with_db_retry(action: Callable[[], T], what: str, give_up_after_s: float) ->
     while True:
         try:
             return action()
-        except (OperationalError, DBAPIError) as exc:
-            if time.monotonic() > deadline:
+        except DBAPIError as exc:
+            # Only a lost or refused connection is worth waiting out; a bad query fails at once.
+            transient = isinstance(exc, OperationalError | InterfaceError) or exc.connection_invalidated
+            if not transient or time.monotonic() > deadline:
                 raise
             log.warning("%s: database unavailable (%s); retrying in %.1f s", what, exc.__class__.__name__, delay)
             time.sleep(delay)
@@ -82,6 +87,27 @@ class Heartbeat(threading.Thread):
         self.join(timeout=self.settings.heartbeat_seconds + 5)
 
 
+class RetryingRegistry(DbCheckpointRegistry):
+    """Checkpoint rows written and read like every other worker write: retried through a database
+    restart, so an outage during a checkpoint is not counted as a failure of the job."""
+
+    def __init__(self, job_id: int, attempt: int, settings: Settings) -> None:
+        super().__init__(job_id, attempt)
+        self.give_up_after_s = settings.lease_seconds
+
+    def commit(self, ref: CheckpointRef) -> bool:
+        return with_db_retry(lambda: DbCheckpointRegistry.commit(self, ref), f"job {self.job_id}: commit {ref.key}",
+                             self.give_up_after_s)
+
+    def committed(self) -> list[CheckpointRef]:
+        return with_db_retry(lambda: DbCheckpointRegistry.committed(self), f"job {self.job_id}: list checkpoints",
+                             self.give_up_after_s)
+
+    def forget(self, ref: CheckpointRef) -> None:
+        with_db_retry(lambda: DbCheckpointRegistry.forget(self, ref), f"job {self.job_id}: forget {ref.key}",
+                      self.give_up_after_s)
+
+
 def claim(job_id: int, settings: Settings) -> tuple[int, Job] | None:
     def attempt() -> tuple[int, Job] | None:
         with session_scope() as session:
@@ -118,7 +144,7 @@ def run_training_job(job_id: int) -> str:
         config = TrainConfig.from_dict(job.config)
         store = get_store()
         callbacks = ServiceCallbacks(job_id, attempt, settings, heartbeat)
-        result = train(config, store, callbacks, registry=DbCheckpointRegistry(job_id, attempt),
+        result = train(config, store, callbacks, registry=RetryingRegistry(job_id, attempt, settings),
                        key_prefix=job_prefix(job_id, attempt),
                        s3_client=store.client if is_s3(store) else None)
     except LeaseLost:
