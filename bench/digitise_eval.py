@@ -1,6 +1,7 @@
 """Digitisation accuracy on held-out synthetic logs: one JSON line of figures.
 
     python bench/digitise_eval.py [--checkpoint PATH] [--logs 60] [--seed 424242] [--source model|truth]
+                                  [--classes 2|3]
 
 Logs come from a data seed the training never used (training used data.seed, recorded in the
 checkpoint; the script refuses that seed). Each log goes through the real path: tiled inference,
@@ -164,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--seed {args.seed} is the training data seed; pick a held-out one")
     model, config = load_model(data)
     scale = args.scale or float(train_data["scale"])
-    classes = config.num_classes
+    classes = args.classes or config.num_classes
+    if args.source == "model" and classes != config.num_classes:
+        raise SystemExit(f"--classes {classes}: the model has {config.num_classes}; only --source truth may differ")
     counts = np.zeros((classes, 3), dtype=np.int64)
     curves: list[Row] = []
     started = time.monotonic()
@@ -197,6 +200,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=float, help="log scale (default: the checkpoint's training scale)")
     p.add_argument("--source", choices=("model", "truth"), default="model",
                    help="'truth' feeds the generator's mask as probabilities: extraction alone")
+    p.add_argument("--classes", type=int, choices=(2, 3),
+                   help="mask kind (default: the checkpoint's); with --source truth, 3 reads each curve from its "
+                        "own class channel, as a multiclass model would")
     return p
 
 

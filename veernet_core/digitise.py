@@ -10,7 +10,10 @@ trace stays continuous in u across the wrap. Rows are image rows with pixel cent
 A binary model puts every curve in one channel; the tracer then follows several traces at once and
 keeps them apart through crossings by their lines before the crossing. Curves that look alike and
 cross often can still swap identity: nothing on the page tells them apart but their wraps (used to
-order them, see `_match_wraps`) and the user's check of the overlay.
+order them, see `_match_wraps`) and the user's check of the overlay. A multiclass model tells the
+curves apart by their line style (on the synthetic logs curve 1 is solid, curve 2 dashed) and gives
+each its own channel (`channel_plan`), so crossings cannot swap them; a dashed curve's gaps are
+bridged like any short gap (`TraceOptions.max_gap`).
 """
 
 from __future__ import annotations
@@ -508,7 +511,7 @@ class _Tracer:
             f = float(self.fraction(runs.centre[r]))
             if r in taken or any(abs(f - (u - math.floor(u))) <= exclusion for u in near_active):
                 continue
-            if self._confirmed(col, float(runs.centre[r])):
+            if self._confirmed(col, r):
                 fresh.append((f, r))
         fresh.sort(key=lambda item: -float(runs.confidence[item[1]]))  # the surest run starts first
         for f, r in fresh:
@@ -519,17 +522,24 @@ class _Tracer:
             self.tracks[k] = _Track()
             self._record(k, col, _Pick(r, 0, 0.0))
 
-    def _confirmed(self, col: int, centre: float) -> bool:
+    def _confirmed(self, col: int, run: int) -> bool:
         """The run continues in `confirm` of the next 2 * `confirm` columns (a speck or a stray kick
-        does not; a dashed curve does)."""
+        does not; a dashed curve does). A run continues another if its centre is near, or, in the next
+        column, if it touches it (8-connected, as in tracking): a steep stretch is one stroke too."""
+        runs = self.runs[col]
+        centre, lo, hi = float(runs.centre[run]), int(runs.lo[run]), int(runs.hi[run])
         found, last = 0, col
         for c in range(col + 1, min(col + 1 + 2 * self.opts.confirm, len(self.runs))):
             runs = self.runs[c]
             reach = self.opts.gate_px + self.opts.gate_per_gap_column * self.span * (c - last - 1) \
                 + (runs.hi - runs.lo) / 2
-            near = np.abs(runs.centre - centre) <= reach
+            distance = np.abs(runs.centre - centre)
+            near = distance <= reach
+            if c == last + 1:
+                near |= (runs.lo <= hi + 1) & (runs.hi >= lo - 1)
             if near.any():
-                centre = float(runs.centre[np.argmin(np.abs(runs.centre - centre))])
+                pick = int(np.flatnonzero(near)[np.argmin(distance[near])])
+                centre, lo, hi = float(runs.centre[pick]), int(runs.lo[pick]), int(runs.hi[pick])
                 found, last = found + 1, c
                 if found >= self.opts.confirm:
                     return True

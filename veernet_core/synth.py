@@ -7,6 +7,11 @@ its drawn stroke in that column, and the mask is the stroke's footprint: the pix
 lies in the stroke's vertical span, so the centroid of a column's mask pixels is within half a pixel
 of `row`. The skew is a horizontal shear of the page about the track's centre row; it moves columns,
 never rows, so `row` maps to a value through the track rows alone (see `SynthLog.depth_at`).
+
+Each curve class has its own line style, as on paper logs, where the header says which style is
+which curve: the first curve (mask class 1) is always solid, the second (class 2) always dashed with
+a fixed period (`synth_draw.dash_period`). Its gaps are bare paper, so they are background in the
+mask, while its truth (`values`, `row`) runs on through them; `inked` says where ink is.
 """
 
 from __future__ import annotations
@@ -228,7 +233,7 @@ def generate(seed: int, index: int, scale: float = 1.0, classes: int = 3) -> Syn
     curves: list[CurveTruth] = []
     for position, pick in enumerate(picks.tolist()):
         name, track_scale = CATALOGUE[pick]
-        curve, half = _curve(rng, name, track_scale, lay, scale)
+        curve, half = _curve(rng, name, track_scale, lay, scale, dashed=position == 1)
         lo, hi = (np.where(curve.inked, curve.row + sign * half, np.nan) for sign in (-1, 1))
         coverage, footprint = draw.stroke(lo, hi, height)
         fade = draw.smooth_series(rng, width, rng.uniform(300, 1500) * scale, 0.5, 1.0)
@@ -250,12 +255,12 @@ def _depth_calibration(rng: np.random.Generator, width: int, scale: float) -> De
 
 
 def _curve(
-    rng: np.random.Generator, name: str, scale: TrackScale, lay: draw.Layout, px_scale: float
+    rng: np.random.Generator, name: str, scale: TrackScale, lay: draw.Layout, px_scale: float, dashed: bool
 ) -> tuple[CurveTruth, np.ndarray]:
-    """One curve's truth and its stroke's half height per column."""
+    """One curve's truth and its stroke's half height per column; `dashed`: drawn in the second
+    curve's style (see `synth_draw.dash_pattern`), else solid."""
     stroke_px = max(1, round(int(rng.choice([1, 2, 3], p=[0.5, 0.3, 0.2])) * px_scale))
     wrap_dir = int(rng.choice([-1, 1])) if rng.random() < 0.3 else 0
-    dashed = bool(rng.random() < 0.25)
     fraction = draw.curve_fraction(rng, lay.width, px_scale, wrap_dir)
     if rng.random() < 0.25:  # logged over part of the interval only
         absent = max(1, round(rng.uniform(0.01, 0.08) * lay.width))

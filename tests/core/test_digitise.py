@@ -102,6 +102,19 @@ def test_short_gaps_are_bridged_and_long_gaps_stay_null() -> None:
     assert (trace.confidence[100:110] < trace.confidence[99]).all()
 
 
+def test_a_curve_that_starts_on_a_steep_stroke_is_traced_from_its_first_column() -> None:
+    """The first columns of a steep stretch are far apart by centre but touch (8-connected): one stroke."""
+    rows = smooth_rows()
+    prob = tent_map(rows)
+    prob[:, :3] = 0.0
+    for col, (lo, hi) in enumerate([(10, 15), (15, 25), (25, int(rows[3]))]):
+        prob[lo : hi + 1, col] = 1.0
+    (trace,) = trace_curves(prob, TOP, BOTTOM)
+    assert np.isfinite(trace.u).all() and not trace.bridged.any()
+    assert trace.row[0] == pytest.approx(12.5, abs=0.5)
+    np.testing.assert_allclose(trace.row[4:], rows[4:], atol=1e-6)
+
+
 def test_two_curves_crossing_keep_their_identity() -> None:
     x = np.arange(WIDTH, dtype=np.float64)
     falling = TOP + (0.1 + 0.8 * x / WIDTH) * (BOTTOM - TOP)
@@ -179,6 +192,44 @@ def test_multiclass_probabilities_read_one_curve_per_channel() -> None:
     result = digitise(probs, calibration(CurveScale("A", "u", 0, 1), CurveScale("B", "u", 0, 1), step=0.25))
     np.testing.assert_allclose(result.curves[0].values, fraction_of(rows_b), atol=1e-6)
     np.testing.assert_allclose(result.curves[1].values, fraction_of(rows_a), atol=1e-6)
+
+
+def _clear_of(own: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Columns where `own` pixels form one run with no `other` pixel in it or next to it."""
+    height, width = own.shape
+    first, last = own.argmax(axis=0), height - 1 - own[::-1].argmax(axis=0)
+    one_run = own.any(axis=0) & (own.sum(axis=0) == last - first + 1)
+    below = np.concatenate([np.zeros((1, width), np.int64), np.cumsum(other, axis=0)])
+    cols = np.arange(width)
+    return one_run & (below[np.minimum(last + 2, height), cols] - below[np.maximum(first - 1, 0), cols] == 0)
+
+
+def test_a_dashed_second_curve_is_read_from_its_own_channel_across_its_gaps() -> None:
+    """Multiclass probabilities of two-curve synthetic logs (the generator's mask: a perfect segmenter):
+    each curve comes from its own class channel, so crossings cannot swap them, and the second curve's
+    dash gaps, bare paper in the mask, are bridged."""
+    logs = [g for g in (generate(424242, i, 0.1, classes=3) for i in range(30))
+            if len(g.curves) == 2 and not any(c.wrapped.any() for c in g.curves)][:3]
+    assert len(logs) == 3
+    for log in logs:
+        probs = np.stack([(log.mask == c).astype(np.float32) for c in range(3)])
+        result = digitise(probs, Calibration.from_dict(log.calibration(), *log.image.shape))
+        assert [c.mnemonic for c in result.curves] == [c.mnemonic for c in log.curves]
+        solid, dashed = log.curves
+        assert not solid.dashed and dashed.dashed
+        for k, curve in enumerate(log.curves):
+            trace = result.curves[k].trace
+            alone = curve.inked & _clear_of(log.mask == k + 1, log.mask == 2 - k)
+            assert alone.sum() > 0.5 * curve.inked.sum()
+            assert np.abs(trace.row - curve.row)[alone].max() <= 0.5 + 1e-9
+            valued = np.isfinite(curve.values)
+            assert np.isfinite(trace.u)[valued].mean() > 0.97
+        trace = result.curves[1].trace
+        found = np.flatnonzero(np.isfinite(trace.u) & ~trace.bridged)
+        gaps = np.flatnonzero(np.isfinite(dashed.values) & ~dashed.inked)
+        inner = gaps[(gaps > found[0]) & (gaps < found[-1])]
+        assert inner.size > 0.2 * dashed.values.size  # a gap every few columns...
+        assert trace.bridged[inner].all() and np.isfinite(trace.u[inner]).all()  # ...and every one bridged
 
 
 @pytest.mark.parametrize(("data", "field"), [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import re
 import struct
 import zlib
@@ -18,7 +19,7 @@ from torch import nn
 from veernet_core.checkpoint import CheckpointError, serialize
 from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import GRID
-from veernet_core.digitise import trace_curves
+from veernet_core.digitise import channel_plan, trace_curves
 from veernet_core.losses import LossWeights
 from veernet_core.model import VeerNet
 from veernet_core.predict import (
@@ -105,7 +106,8 @@ def test_the_bundled_model_loads_and_matches_its_readme() -> None:
     path = bundled_model_path()
     data, sha256 = read_checkpoint(path)
     model, config = load_model(path)
-    assert config.num_classes == 2 and not model.training
+    recipe = json.loads((path.parent / "bundled-config.json").read_text())
+    assert config.num_classes == recipe["model"]["num_classes"] and not model.training
     readme = (path.parent / "README.md").read_text()
     assert sha256 in readme, "assets/README.md must state the bundled checkpoint's sha256"
     assert len(data) < 5_000_000
@@ -202,20 +204,22 @@ def test_tiled_equals_whole_image_where_only_the_receptive_field_links_pixels() 
 
 def test_tiled_is_close_to_whole_image_with_the_bundled_model() -> None:
     """GroupNorm statistics and attention span the window, not the log: close, not identical."""
-    model, _ = load_model(bundled_model_path())
-    log = next(g for g in (generate(424242, i, 0.1, classes=2) for i in range(40)) if g.image.shape[1] > 1100)
+    model, config = load_model(bundled_model_path())
+    log = next(g for g in (generate(424242, i, 0.1, classes=config.num_classes) for i in range(40))
+               if g.image.shape[1] > 1100)
     image = log.image
     whole = predict_probabilities(model, image)
     tiled = predict_probabilities(model, image, tile_width=512, overlap=192)
     assert len(tile_layout(image.shape[1], 512, 192)[0]) >= 3
     assert float(np.abs(tiled - whole).mean()) < 2e-3
-    assert ((tiled[1] >= 0.5) != (whole[1] >= 0.5)).mean() < 1e-3  # labels agree almost everywhere
+    assert ((tiled[0] < 0.5) != (whole[0] < 0.5)).mean() < 1e-3  # curve vs paper agrees almost everywhere
     top, bottom = log.track
-    for a, b in zip(trace_curves(whole[1], top, bottom, len(log.curves)),
-                    trace_curves(tiled[1], top, bottom, len(log.curves)), strict=True):
-        both = np.isfinite(a.row) & np.isfinite(b.row)
-        assert both.mean() > 0.9
-        assert np.median(np.abs(a.row - b.row)[both]) < 0.05  # traced centrelines agree to a few hundredths of a px
+    for channel, members in channel_plan(config.num_classes, len(log.curves)):
+        for a, b in zip(trace_curves(whole[channel], top, bottom, len(members)),
+                        trace_curves(tiled[channel], top, bottom, len(members)), strict=True):
+            both = np.isfinite(a.row) & np.isfinite(b.row)
+            assert both.mean() > 0.9
+            assert np.median(np.abs(a.row - b.row)[both]) < 0.05  # centrelines agree to a few hundredths of a px
 
 
 def test_memory_is_bounded_by_the_window_not_the_width() -> None:

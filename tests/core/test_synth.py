@@ -184,6 +184,56 @@ def test_dashed_curves_have_gaps_without_ink_but_with_values() -> None:
             assert np.array_equal(curve.inked, np.isfinite(curve.values))
 
 
+def _runs(flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths of the True runs and of the False runs strictly between them."""
+    edges = np.diff(np.concatenate(([0], flags.astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return stops - starts, starts[1:] - stops[:-1]
+
+
+@pytest.mark.parametrize("scale", [SMALL, 0.3, 1.0])
+def test_each_curve_class_has_its_own_line_style(scale: float) -> None:
+    """Curve 1 (class 1) is always solid; curve 2 (class 2) always dashed at one regular period, so
+    which curve is which can be seen on the page (as a log header's legend says) after any crossing."""
+    logs = [_log(i) for i in SURVEY] if scale == SMALL else [generate(0, i, scale) for i in range(8)]
+    two = [log for log in logs if len(log.curves) == 2]
+    assert two and len(two) < len(logs)
+    periods = set()
+    for log in logs:
+        first = log.curves[0]
+        assert not first.dashed and np.array_equal(first.inked, np.isfinite(first.values))
+        assert _runs(first.inked)[0].size == 1  # solid: one unbroken run (an absent stretch is at an end)
+        if len(log.curves) == 1:
+            continue
+        second = log.curves[1]
+        assert second.dashed
+        valued = np.flatnonzero(np.isfinite(second.values))
+        inside = second.inked[valued[0] : valued[-1] + 1]
+        assert np.isfinite(second.values[valued[0] : valued[-1] + 1]).all()
+        ink, gaps = _runs(inside)
+        assert gaps.size >= 10
+        assert np.unique(gaps).size == 1 and np.unique(ink[1:-1]).size == 1  # the ends may be cut short
+        assert ink.max() == ink[1:-1].max() and ink[1] > gaps[0]  # dashes longer than the gaps
+        periods.add((int(ink[1]), int(gaps[0])))
+        # The mask follows the ink: class 2 in every dash column, never in a gap, which is bare paper
+        # (background, or the solid curve where it runs there) and lighter in the image.
+        gap_cols = valued[0] + np.flatnonzero(~inside)
+        assert not (log.mask[:, gap_cols] == 2).any()
+        assert (log.mask[:, second.inked] == 2).any(axis=0).all()
+        rows = np.rint(np.where(np.isfinite(second.row), second.row, 0)).astype(int)
+        height = log.mask.shape[0]
+        near_first = np.zeros(log.mask.shape[1], dtype=bool)
+        for offset in range(-3, 4):
+            near_first |= log.mask[np.clip(rows + offset, 0, height - 1), np.arange(rows.size)] == 1
+        ink_cols = np.flatnonzero(second.inked & ~near_first)
+        clear_gaps = gap_cols[~near_first[gap_cols]]
+        assert clear_gaps.size > 0
+        ink_tone = log.image[rows[ink_cols], ink_cols].astype(float).mean()
+        gap_tone = log.image[rows[clear_gaps], clear_gaps].astype(float).mean()
+        assert gap_tone - ink_tone > 20
+    assert len(periods) == 1  # one style at a given scale, whatever the log
+
+
 def test_truth_json_is_strict_json() -> None:
     logs = [log for log in _survey() if any(np.isnan(c.values).any() for c in log.curves)]
     assert logs, "no survey log has an absent stretch"
