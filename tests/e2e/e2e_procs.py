@@ -31,7 +31,9 @@ _code = ROOT  # where service processes import the code from; see snapshot_code
 
 # Short enough that a lost worker is noticed within seconds; the heartbeat renews six times per lease.
 FAST_LEASES = {"LEASE_SECONDS": 6, "HEARTBEAT_SECONDS": 1, "REAPER_INTERVAL_SECONDS": 1,
-               "QUEUED_RESEND_SECONDS": 5}
+               "QUEUED_RESEND_SECONDS": 5,
+               # Polls here assert that progress and ETA move between reads; the cache has its own tests.
+               "STATUS_CACHE_SECONDS": 0}
 
 
 def free_port() -> int:
