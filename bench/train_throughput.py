@@ -2,19 +2,24 @@
 
 Three measurements, all in one process (logs go to stderr):
 
-1. Padding waste at the full-scale size distribution (15,000 synthetic logs, sizes only): random
-   batches of 16, the sampler's bucketed micro-batches for one epoch under the pixel budget the
-   memory model measured here gives a stated 24 GB device, the same sampler with one physical batch
-   of 16 per step, and the floor (each image alone, padded to the 32-px grid).
-2. Throughput on a scaled synthetic set, items rendered once beforehand so data generation is
-   excluded from both paths: naive (batch 1, random order, an AdamW step per image) against ours
-   (the real `Trainer` step: bucketed sampler, adaptive physical batch under the measured pixel
-   budget, accumulation to 16). The two are timed step by step, interleaved, so that load from
-   other processes on the machine falls on both alike. Figures are real (unpadded) pixels per second.
-3. MFU: FLOPs of our timed steps' forward and backward (``torch.utils.flop_counter``) per second of
-   those steps, over the fp32 matmul FLOP rate measured in the same run (best of several rounds).
+1. Padding waste at the full-scale size distribution (15,000 synthetic logs, from sizes alone):
+   random batches of 16; the sampler's bucketed micro-batches for one epoch under the pixel budget
+   that the memory model measured in this run gives a stated 24 GiB device at memory_fraction 0.8;
+   the same sampler with one physical batch of 16 per step (no budget: the worst case); and the
+   floor, each image alone padded to the 32-px grid.
+2. Throughput on a scaled synthetic set (scale 0.1, 160 logs rendered once beforehand, so data
+   generation is excluded from both paths), the default ModelConfig, real (unpadded) pixels per
+   second. Naive: batch 1 in random order, a forward, backward and AdamW step per image. Ours: the
+   real `Trainer.train_step` (bucketed sampler, physical batch adapted to the pixel budget the
+   training loop measures for this device, accumulation to 16), collate included. Both warm up
+   untimed (ours one step, naive two images), then are timed step by step on the same 16 images,
+   interleaved, so that load from other processes on the machine falls on both alike.
+3. MFU: model FLOPs of our timed steps' forward and backward (``torch.utils.flop_counter``) per
+   second of those steps, over the fp32 matmul rate (2048 x 2048 ``torch.mm``, same threads) measured
+   in the same run, the best of several rounds before and after the training steps.
 
-Run: ``.venv/bin/python bench/train_throughput.py`` (about 2 minutes on 2 CPU cores).
+Run: ``.venv/bin/python bench/train_throughput.py`` (1-2 minutes on an idle 2-core machine; every
+figure is wall-clock, so `loadavg_1min_before_after` is reported: other processes slow it down).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from veernet_core.config import DataConfig, ModelConfig, TrainConfig
-from veernet_core.data import align, model_extents, pad_collate, padding_waste
+from veernet_core.data import model_extents, pad_collate, padding_waste
 from veernet_core.losses import LossWeights, step_loss
 from veernet_core.memory import probe_memory
 from veernet_core.sampler import BucketBatchSampler, Step
@@ -134,7 +139,8 @@ def ours_step(trainer: Trainer, step: Step, items: list[dict[str, Any]]) -> floa
     return time.perf_counter() - t0
 
 
-# Model FLOPs are the convolutions, matmuls and attention the step executes. torch.bmm is left out:
+# Model FLOPs are what torch.utils.flop_counter counts in the step: convolutions and matmuls (it has
+# no formula for CPU attention, a negligible share at 1/32 resolution). torch.bmm is left out:
 # in VeerNet it only computes MaskedGroupNorm's statistics as the diagonal of a C x C Gram matrix,
 # which executes C times the multiply-adds the statistics need; counting those would inflate the MFU.
 NOT_MODEL_FLOPS = {"aten.bmm"}
@@ -148,11 +154,6 @@ def step_flops(trainer: Trainer, step: Step, items: list[dict[str, Any]]) -> dic
         trainer.accumulate(step, batches)
     trainer.optimizer.zero_grad(set_to_none=True)
     return {str(op): int(n) for op, n in counter.get_flop_counts()["Global"].items()}
-
-
-def padded_pixels(sizes: list[tuple[int, int]], micro_batches: list[list[int]]) -> int:
-    return sum(len(mb) * align(max(sizes[i][0] for i in mb)) * align(max(sizes[i][1] for i in mb))
-               for mb in micro_batches)
 
 
 def side_by_side(trainer: Trainer, naive: Naive, steps: list[Step],
@@ -192,13 +193,12 @@ def throughput_figures() -> dict[str, Any]:
     micro_batches = [mb for step in timed for mb in step.micro_batches]
     timed_images = [i for mb in micro_batches for i in mb]
     real_pixels = sum(sizes[i][0] * sizes[i][1] for i in timed_images)
-    # FLOPs of one step, counted; the others' by padded pixels (convolutions and linear layers are
-    # linear in them; the flop counter does not count CPU attention, the one quadratic term).
-    by_op = step_flops(trainer, timed[0], items)
-    log("FLOPs of the first timed step by operator: " + ", ".join(f"{op} {n:.3g}" for op, n in sorted(by_op.items())))
-    per_padded_pixel = sum(n for op, n in by_op.items() if op not in NOT_MODEL_FLOPS) / padded_pixels(
-        sizes, timed[0].micro_batches)
-    flops = per_padded_pixel * padded_pixels(sizes, micro_batches)
+    by_op: dict[str, int] = {}
+    for step in timed:  # counted again after the timing: the counter's own overhead is not timed
+        for op, n in step_flops(trainer, step, items).items():
+            by_op[op] = by_op.get(op, 0) + n
+    log("FLOPs of the timed steps by operator: " + ", ".join(f"{op} {n:.3g}" for op, n in sorted(by_op.items())))
+    flops = sum(n for op, n in by_op.items() if op not in NOT_MODEL_FLOPS)
     return {
         "naive_px_per_s": real_pixels / sum(naive_times),
         "ours_px_per_s": real_pixels / sum(ours_times),
@@ -219,6 +219,9 @@ def throughput_figures() -> dict[str, Any]:
 def main() -> None:
     with stdout_to_stderr():
         load_before = os.getloadavg()[0]
+        if load_before > 0.5:
+            log(f"warning: 1-minute load average is {load_before:.2f} before starting; other processes will "
+                "slow every wall-clock figure (naive batch-1 steps most)")
         t0 = time.perf_counter()
         figures: dict[str, Any] = {"threads": torch.get_num_threads(), "torch_version": torch.__version__}
         figures.update(padding_figures())

@@ -11,9 +11,10 @@ How the zeroing is kept cheap: the input is masked once, and the masked GroupNor
 zeros outside the extent, so every block's output (SiLU(0) = 0, sums and upsampling of zeros,
 the masked bottleneck) is already zero there and no further mask multiplication is needed.
 
-Speed on CPU: weights and activations are channels_last (oneDNN's convolutions run about twice
-as fast in that layout), and the masked GroupNorm is one autograd node with a hand-written
-backward instead of a dozen elementwise ones.
+Speed, the same arithmetic: weights and activations are channels_last (oneDNN's CPU convolutions
+run about twice as fast in that layout); the masked GroupNorm, with the residual sum and SiLU that
+follow it, is one autograd node with a hand-written backward instead of a dozen elementwise ones;
+on CPU a large padded batch runs as a few smaller ones (see CPU_PART_PIXELS).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ from torch.utils.checkpoint import checkpoint
 from veernet_core.config import ModelConfig
 
 GRID = 32  # the total downsample: five stride-2 stages
+# On CPU a batch with more padded pixels than this runs as several smaller ones (see
+# VeerNet._forward_in_parts): an activation above glibc's 32 MB mmap threshold is fresh pages on
+# every allocation, whose page faults cost more than the elementwise work on them, and each run is
+# cropped to its own images. 2**18 px keeps the widest activation (40 channels, float32) under 32 MB.
+CPU_PART_PIXELS = 2**18
 
 
 def half_or_16(channels: int) -> int:
@@ -56,12 +62,14 @@ def _per_channel(per_group: Tensor, channels: int) -> Tensor:
 
 
 def _channel_dots(a: Tensor, b: Tensor) -> Tensor:
-    """(N, C): sum over pixels of a * b, channel by channel, as the diagonal of a batched Gram matrix.
+    """(N, C): sum over pixels of a * b, channel by channel.
 
-    One read of each input and no (N, C, H, W) temporary (on CPU a fresh temporary of that size
-    costs more in page faults than the arithmetic); the C x C product does C times the needed
-    multiply-adds, which at C <= 128 channels is still cheap next to the memory traffic.
+    On CPU, the diagonal of a batched Gram matrix: one read of each input and no (N, C, H, W)
+    temporary (a fresh temporary of that size costs more in page faults than the arithmetic); the
+    C x C product does C times the needed multiply-adds, still cheap next to the memory traffic.
     """
+    if a.device.type != "cpu":  # caching allocators make the temporary cheap; keep full fp32 precision
+        return (a * b).sum(dim=(2, 3))
     n, c, h, w = a.shape
     if a.is_contiguous(memory_format=torch.channels_last) and not a.is_contiguous():
         a_, b_ = (t.permute(0, 2, 3, 1).reshape(n, h * w, c) for t in (a, b))
@@ -196,8 +204,10 @@ class ResidualBlock(nn.Module):
         return _norm_silu(self.norm, self.conv(self.first(x, None, mask_out)), mask_out, shortcut)
 
     def _shortcut(self, x: Tensor) -> Tensor:
-        """`self.shortcut` as a 1x1 convolution of every stride-th pixel: the same arithmetic, but oneDNN's
-        strided 1x1 backward on channels_last input corrupts memory (uxlfoundation/oneDNN#6035)."""
+        """`self.shortcut`; on CPU as a 1x1 convolution of every stride-th pixel (the same arithmetic):
+        oneDNN's strided 1x1 backward on channels_last input corrupts memory (uxlfoundation/oneDNN#6035)."""
+        if x.device.type != "cpu":
+            return self.shortcut(x)  # type: ignore[no-any-return]
         stride = self.shortcut.stride
         sampled = x[:, :, ::stride[0], ::stride[1]].contiguous(memory_format=torch.channels_last)
         return F.conv2d(sampled, self.shortcut.weight)
@@ -307,6 +317,29 @@ class VeerNet(nn.Module):
             raise ValueError(
                 f"VeerNet input must be at least 32 px and a multiple of 32 in height and width, got "
                 f"{height}x{width}; pad with veernet_core.data.pad_collate or pad_to_grid first")
+        if image.device.type == "cpu" and n > 1 and n * height * width > CPU_PART_PIXELS:
+            return self._forward_in_parts(image, extents)
+        return self._forward(image, extents)
+
+    def _forward_in_parts(self, image: Tensor, extents: Tensor | None) -> Tensor:
+        """The batch as runs of consecutive images, each run cropped to its own largest extent.
+
+        Nothing in VeerNet mixes images, so these are the whole batch's logits; outside an image's
+        run they are the head's bias, as the whole batch gives wherever its features are zero.
+        """
+        n, _, height, width = image.shape
+        sizes = [(height, width)] * n if extents is None else [(int(h), int(w)) for h, w in extents.tolist()]
+        bias = self.head.bias if self.head.bias is not None else image.new_zeros(self.head.out_channels)
+        out = bias.to(image.dtype).view(1, -1, 1, 1).expand(n, -1, height, width)
+        out = out.contiguous(memory_format=torch.channels_last)
+        for start, end, part_h, part_w in _parts(sizes, CPU_PART_PIXELS):
+            fills = all(size == (part_h, part_w) for size in sizes[start:end])
+            part_extents = None if extents is None or fills else extents[start:end]
+            out[start:end, :, :part_h, :part_w] = self._forward(image[start:end, :, :part_h, :part_w], part_extents)
+        return out
+
+    def _forward(self, image: Tensor, extents: Tensor | None) -> Tensor:
+        height, width = image.shape[-2:]
         masks = level_masks(extents, height, width, image.device, image.dtype)
         image = image.contiguous(memory_format=torch.channels_last)
         x = self._run(self.stem, image, masks[0], masks[0])
@@ -319,6 +352,23 @@ class VeerNet(nn.Module):
             level = 4 - j
             x = self._run(block, x, skips[level], masks[level])
         return self.head(x)
+
+
+def _parts(sizes: list[tuple[int, int]], max_pixels: int) -> list[tuple[int, int, int, int]]:
+    """Runs [start, end) of consecutive images whose padded size (count x max height x max width)
+    stays within `max_pixels` (a single image may exceed it), with each run's max height and width."""
+    runs: list[tuple[int, int, int, int]] = []
+    start = 0
+    while start < len(sizes):
+        end, (part_h, part_w) = start + 1, sizes[start]
+        while end < len(sizes):
+            grown_h, grown_w = max(part_h, sizes[end][0]), max(part_w, sizes[end][1])
+            if (end + 1 - start) * grown_h * grown_w > max_pixels:
+                break
+            end, part_h, part_w = end + 1, grown_h, grown_w
+        runs.append((start, end, part_h, part_w))
+        start = end
+    return runs
 
 
 def build_model(config: ModelConfig) -> VeerNet:
