@@ -38,26 +38,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from veernet_core.checkpoint import deserialize  # noqa: E402
-from veernet_core.digitise import Calibration, CurveScale, DepthScale, digitise  # noqa: E402
+from veernet_core.digitise import Calibration, digitise  # noqa: E402
 from veernet_core.predict import bundled_model_path, load_model, predict_probabilities, read_checkpoint  # noqa: E402
 from veernet_core.synth import SynthLog, generate  # noqa: E402
 
 
 def calibration_for(log: SynthLog) -> Calibration:
-    """The calibration a person would read off this log: depth ends, track borders, curve scales."""
-    height, width = log.image.shape
-    curves = []
-    for curve in log.curves:
-        wrap = 0
-        if curve.backup_scale is not None:
-            wrap = 1 if curve.backup_scale.left == curve.scale.right else -1
-        s = curve.scale
-        curves.append(CurveScale(s.mnemonic, s.unit, s.left, s.right, s.log, wrap))
-    depth = DepthScale.from_ends(log.depth.top, log.depth.bottom, log.depth.unit, width)
-    step = float(depth.depth_of(1) - depth.depth_of(0))
-    calibration = Calibration(depth, tuple(curves), float(log.track[0]), float(log.track[1]), step)
-    calibration.check(height, width)
-    return calibration
+    """The calibration a person would read off this log (see SynthLog.calibration), checked."""
+    return Calibration.from_dict(log.calibration(), *log.image.shape)
 
 
 def true_position(log: SynthLog, k: int) -> np.ndarray:
