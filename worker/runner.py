@@ -124,6 +124,19 @@ def fenced(job_id: int, settings: Settings, write: Callable[[Any], T], what: str
     return with_db_retry(action, f"job {job_id}: {what}", settings.lease_seconds)
 
 
+def start_job(job_id: int, settings: Settings) -> tuple[int, Job, Heartbeat] | None:
+    """Claim the job and start its heartbeat; None for a duplicate delivery or a finished job."""
+    claimed = claim(job_id, settings)
+    if claimed is None:
+        log.info("job %s: not claimable (a duplicate delivery, or finished); ignoring", job_id)
+        return None
+    attempt, job = claimed
+    log.info("%s job %s: claimed as attempt %s by %s", job.kind, job_id, attempt, worker_name())
+    heartbeat = Heartbeat(job_id, attempt, settings)
+    heartbeat.start()
+    return attempt, job, heartbeat
+
+
 def run_training_job(job_id: int) -> str:
     """Claim and run a training job; returns what happened (for logs and tests)."""
     from veernet_core.checkpoint import job_prefix
@@ -132,14 +145,10 @@ def run_training_job(job_id: int) -> str:
     from worker.callbacks import ServiceCallbacks
 
     settings = get_settings()
-    claimed = claim(job_id, settings)
-    if claimed is None:
-        log.info("job %s: not claimable (a duplicate delivery, or finished); ignoring", job_id)
+    started = start_job(job_id, settings)
+    if started is None:
         return "ignored"
-    attempt, job = claimed
-    log.info("job %s: claimed as attempt %s by %s", job_id, attempt, worker_name())
-    heartbeat = Heartbeat(job_id, attempt, settings)
-    heartbeat.start()
+    attempt, job, heartbeat = started
     try:
         config = TrainConfig.from_dict(job.config)
         store = get_store()
@@ -150,10 +159,10 @@ def run_training_job(job_id: int) -> str:
     except LeaseLost:
         return "lease lost"
     except ConfigError as exc:
-        return _job_failed(job_id, attempt, settings, f"invalid config: {exc}")
+        return job_failed(job_id, attempt, "train", settings, f"invalid config: {exc}")
     except Exception as exc:  # the job's own failure (NaN loss, bad data): counted against its cap
         log.exception("job %s attempt %s failed", job_id, attempt)
-        return _job_failed(job_id, attempt, settings, f"{exc.__class__.__name__}: {exc}")
+        return job_failed(job_id, attempt, "train", settings, f"{exc.__class__.__name__}: {exc}")
     finally:
         heartbeat.stop()
     return _settle(job_id, attempt, settings, result)
@@ -176,8 +185,9 @@ def _settle(job_id: int, attempt: int, settings: Settings, result: Any) -> str:
     return "lease lost"
 
 
-def _job_failed(job_id: int, attempt: int, settings: Settings, error: str) -> str:
+def job_failed(job_id: int, attempt: int, kind: str, settings: Settings, error: str) -> str:
+    """Count a failure of the job itself; send it again if it is under its cap."""
     outcome = fenced(job_id, settings, lambda s: jobs.record_job_failure(s, job_id, attempt, error), "failure")
     if outcome == "queued":
-        send_job_id(job_id, "train")
+        send_job_id(job_id, kind)
     return f"failed ({outcome})"

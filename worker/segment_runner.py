@@ -14,7 +14,7 @@ from api import jobs
 from api.segment import input_key, result_key
 from api.settings import Settings, get_settings
 from api.storage import get_store
-from worker.runner import Heartbeat, claim, fenced, worker_name
+from worker.runner import fenced, job_failed, start_job
 
 log = logging.getLogger(__name__)
 MODELS_KEPT = 2
@@ -66,14 +66,10 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
 
 def run_segment_job(job_id: int) -> str:
     settings = get_settings()
-    claimed = claim(job_id, settings)
-    if claimed is None:
-        log.info("segment job %s: not claimable; ignoring a duplicate delivery", job_id)
+    started = start_job(job_id, settings)
+    if started is None:
         return "ignored"
-    attempt, job = claimed
-    log.info("segment job %s: claimed as attempt %s by %s", job_id, attempt, worker_name())
-    heartbeat = Heartbeat(job_id, attempt, settings)
-    heartbeat.start()
+    attempt, job, heartbeat = started
     store = get_store()
     try:
         files = digitise_scan(job.config, store.get(input_key(job_id)), store, settings)
@@ -83,13 +79,7 @@ def run_segment_job(job_id: int) -> str:
             store.put(result_key(job_id, name), data)
     except Exception as exc:  # the job's own failure: counted against its cap, then failed with the error
         log.exception("segment job %s failed", job_id)
-        error = f"{exc.__class__.__name__}: {exc}"
-        outcome = fenced(job_id, settings, lambda s: jobs.record_job_failure(s, job_id, attempt, error), "failure")
-        if outcome == "queued":
-            from api.queue import send_job_id
-
-            send_job_id(job_id, "segment")
-        return f"failed ({outcome})"
+        return job_failed(job_id, attempt, "segment", settings, f"{exc.__class__.__name__}: {exc}")
     finally:
         heartbeat.stop()
     summary = {"files": {name: f"/jobs/{job_id}/{path}" for name, path in _paths().items()},
