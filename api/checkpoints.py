@@ -44,9 +44,13 @@ def register_checkpoint(session: Session, job_id: int, attempt: int, ref: Checkp
     return True
 
 
-def list_checkpoints(session: Session, job_id: int) -> list[Checkpoint]:
-    """A job's committed checkpoints, oldest first (the order resume and retention walk)."""
-    if session.get(Job, job_id) is None:
+def list_checkpoints(session: Session, job_id: int, tenant: str | None = None) -> list[Checkpoint]:
+    """A job's committed checkpoints, oldest first (the order resume and retention walk).
+
+    ``tenant``: the caller's; another tenant's job is JobNotFound, like a missing one. None: any job.
+    """
+    job = session.get(Job, job_id)
+    if job is None or (tenant is not None and job.tenant != tenant):
         raise JobNotFound(job_id)
     stmt = (select(Checkpoint).where(Checkpoint.job_id == job_id)
             .order_by(Checkpoint.global_step, Checkpoint.id))
@@ -54,17 +58,21 @@ def list_checkpoints(session: Session, job_id: int) -> list[Checkpoint]:
 
 
 def query_checkpoints(session: Session, job_id: int | None = None, limit: int = 100,
-                      offset: int = 0) -> tuple[list[Checkpoint], int]:
-    """A page of checkpoints, newest first, optionally of one job; and the total count."""
+                      offset: int = 0, tenant: str | None = None) -> tuple[list[Checkpoint], int]:
+    """A page of ``tenant``'s checkpoints (None: everyone's), newest first, optionally of one job;
+    and the total count."""
     where = [] if job_id is None else [Checkpoint.job_id == job_id]
+    if tenant is not None:
+        where.append(Checkpoint.job_id.in_(select(Job.id).where(Job.tenant == tenant)))
     total = session.scalar(select(func.count()).select_from(Checkpoint).where(*where)) or 0
     stmt = select(Checkpoint).where(*where).order_by(Checkpoint.id.desc()).limit(limit).offset(offset)
     return list(session.scalars(stmt).all()), total
 
 
-def get_checkpoint(session: Session, checkpoint_id: int) -> Checkpoint:
+def get_checkpoint(session: Session, checkpoint_id: int, tenant: str | None = None) -> Checkpoint:
+    """A checkpoint of ``tenant``'s jobs (None: of any job); CheckpointNotFound otherwise."""
     row = session.get(Checkpoint, checkpoint_id)
-    if row is None:
+    if row is None or (tenant is not None and row.job.tenant != tenant):
         raise CheckpointNotFound(checkpoint_id)
     return row
 

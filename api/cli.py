@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -15,6 +17,10 @@ import typer
 from api.processes import parse_gpus, supervise, worker_processes
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
+keys = typer.Typer(no_args_is_help=True, help="Create, revoke and list API keys (needed once VEERNET_ADMIN_KEY "
+                   "is set). Only a hash of each key is stored.")
+app.add_typer(keys, name="keys")
+log = logging.getLogger("api.cli")
 
 
 def _logging(level: str) -> None:
@@ -25,20 +31,24 @@ def _logging(level: str) -> None:
 def migrate() -> None:
     """Create or upgrade the database schema (alembic upgrade head)."""
     from api.db import migrate as run_migrations
-    from api.settings import get_settings
+    from api.settings import get_settings, redact_url
 
     run_migrations()
-    typer.echo(f"database at {get_settings().database_url} is at the newest schema")
+    typer.echo(f"database at {redact_url(get_settings().database_url)} is at the newest schema")
 
 
 @app.command()
 def api(host: str = "127.0.0.1", port: int = 8000,
         reaper: Annotated[bool, typer.Option(help="run the reaper in this process (embedded default)")] = False,
         loglevel: str = "info") -> None:
-    """Serve the HTTP API (uvicorn api.main:app)."""
+    """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only."""
     import uvicorn
 
+    from api.settings import get_settings
+
     _logging(loglevel)
+    notice = _checked_bind(host)
+    log.log(logging.INFO if get_settings().keys_required else logging.WARNING, notice)
     thread = None
     if reaper:
         from api.reaper import ReaperThread
@@ -90,6 +100,7 @@ def up(host: str = "127.0.0.1", port: int = 8000,
     from api.stack import run_stack
 
     _logging(loglevel)
+    _checked_bind(host)  # the API process logs the notice itself
     raise typer.Exit(run_stack(host, port, parse_gpus(gpus) if gpus else None, loglevel))
 
 
@@ -101,6 +112,85 @@ def demo(port: int = 8000,
 
     _logging("WARNING")
     raise typer.Exit(run_demo(port, keep))
+
+
+def _checked_bind(host: str) -> str:
+    """The start-up notice about keys; a usage error if keys are off and ``host`` is not loopback."""
+    from api.auth import startup_notice
+    from api.settings import get_settings
+
+    try:
+        return startup_notice(get_settings(), host)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--host") from exc
+
+
+@keys.command("create")
+def keys_create(tenant: Annotated[str, typer.Option(help="who the key acts for: its jobs are this tenant's")],
+                name: Annotated[str, typer.Option(help="a note: who or what uses the key")] = "") -> None:
+    """Create a key and print it, once: only its hash is stored."""
+    from api import auth
+    from api.db import session_scope
+    from api.settings import get_settings
+
+    try:
+        with _keys_table(), session_scope() as session:
+            row, key = auth.create_key(session, tenant, name)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tenant") from exc
+    typer.echo(key)
+    typer.echo(f"key {row.id} ({row.prefix}...) for tenant {row.tenant!r}. It is shown only now: store it "
+               "safely. Send it as 'Authorization: Bearer <key>'.", err=True)
+    if not get_settings().keys_required:
+        typer.echo("note: keys are off until VEERNET_ADMIN_KEY is set; until then every caller is tenant "
+                   "'local'", err=True)
+
+
+@keys.command("revoke")
+def keys_revoke(id_or_prefix: Annotated[str, typer.Argument(help="the key's id or prefix, from `keys list`")]) -> None:
+    """Revoke a key: requests with it get 401 from now on."""
+    from api import auth
+    from api.db import session_scope
+
+    try:
+        with _keys_table(), session_scope() as session:
+            row = auth.revoke_key(session, id_or_prefix)
+    except auth.KeyNotFound as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"revoked key {row.id} ({row.prefix}...) of tenant {row.tenant!r} at "
+               f"{row.revoked_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+@keys.command("list")
+def keys_list() -> None:
+    """Every key: id, tenant, name, prefix, created, revoked (the keys themselves are not stored)."""
+    from api import auth
+    from api.db import session_scope
+
+    with _keys_table(), session_scope() as session:
+        rows = auth.list_keys(session)
+    typer.echo(f"{'id':>4}  {'tenant':<20} {'prefix':<14} {'created (UTC)':<16}  {'revoked (UTC)':<16}  name")
+    for row in rows:
+        revoked = f"{row.revoked_at:%Y-%m-%d %H:%M}" if row.revoked_at else "-"
+        typer.echo(f"{row.id:>4}  {row.tenant:<20} {row.prefix + '...':<14} {row.created_at:%Y-%m-%d %H:%M}  "
+                   f"{revoked:<16}  {row.name}")
+
+
+@contextmanager
+def _keys_table() -> Iterator[None]:
+    """A database error becomes one line saying what to do, with the URL's password hidden."""
+    from sqlalchemy.exc import DBAPIError
+
+    from api.settings import get_settings, redact_url
+
+    try:
+        yield
+    except DBAPIError as exc:
+        url = redact_url(get_settings().database_url)
+        typer.echo(f"cannot use the API keys of {url}: {type(exc.orig).__name__}: {exc.orig}. Check "
+                   "DATABASE_URL, and run `veernet migrate` if the schema is older than the keys.", err=True)
+        raise typer.Exit(1) from exc
 
 
 def main() -> None:

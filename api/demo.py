@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from api.settings import get_settings
+from api.settings import get_settings, redact_url
 
 DEMO_CONFIG: dict[str, Any] = {
     # Small enough for two CPU cores in about a minute; the same code trains full-size logs on a GPU.
@@ -97,7 +97,9 @@ def run_demo(port: int, keep: bool) -> int:
     stack = subprocess.Popen([sys.executable, "-m", "api.cli", "up", "--port", str(port), "--loglevel", "WARNING"])
     started = time.monotonic()
     try:
-        with httpx.Client(base_url=base, timeout=30.0) as client:
+        admin_key = settings.veernet_admin_key  # keys on: the demo acts as the admin
+        headers = {"Authorization": f"Bearer {admin_key.get_secret_value()}"} if admin_key else {}
+        with httpx.Client(base_url=base, timeout=30.0, headers=headers) as client:
             _wait_healthy(client, stack)
             response = client.post("/jobs", json={"kind": "train", "config": DEMO_CONFIG}).raise_for_status()
             job_id = int(response.json()["id"])
@@ -127,7 +129,7 @@ def _report(base: str, settings: Any, job: dict[str, Any], checkpoint: dict[str,
     print("where everything is:")
     print(f"  API             {base}  (OpenAPI docs at {base}/docs)")
     print(f"  job             {base}/jobs/{job['id']}")
-    print(f"  database        {settings.database_url}")
-    print(f"  broker          {settings.broker_url}")
+    print(f"  database        {redact_url(settings.database_url)}")
+    print(f"  broker          {redact_url(settings.broker_url)}")
     print(f"  checkpoints     {settings.checkpoint_url}/jobs/{job['id']}/")
     print(f"  downloaded      {path}")

@@ -20,7 +20,7 @@ from api.checkpoints import forget_checkpoint, list_checkpoints, register_checkp
 from api.errors import InvalidTransition, JobNotFound
 from api.eta import running_eta
 from api.fencing import add_event, locked, locked_running, refuse_write
-from api.models import FINISHED, Job, JobKind, JobStatus, utcnow
+from api.models import FINISHED, LOCAL_TENANT, Job, JobKind, JobStatus, utcnow
 from api.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -37,10 +37,10 @@ PROGRESS_FIELDS = frozenset({
 })
 
 
-def create_job(session: Session, kind: str, config: dict[str, Any]) -> Job:
-    """Insert a queued job and its 'queued' event. The caller commits, then sends the message."""
+def create_job(session: Session, kind: str, config: dict[str, Any], tenant: str = LOCAL_TENANT) -> Job:
+    """Insert a queued job of ``tenant`` and its 'queued' event. The caller commits, then sends the message."""
     now = utcnow()
-    job = Job(kind=JobKind(kind).value, config=config, status=JobStatus.QUEUED, queued_at=now,
+    job = Job(tenant=tenant, kind=JobKind(kind).value, config=config, status=JobStatus.QUEUED, queued_at=now,
               created_at=now, updated_at=now)
     session.add(job)
     session.flush()

@@ -1,28 +1,39 @@
-"""The FastAPI application: ``uvicorn api.main:app``. OpenAPI at /docs."""
+"""The FastAPI application: ``uvicorn api.main:app``. OpenAPI at /docs.
+
+Requests pass the API-key check, then the body-size limit (api.middleware), before any route.
+"""
 
 from __future__ import annotations
 
-import logging
+import re
+from functools import cache
 
-from fastapi import FastAPI, Request, status
+from fastapi import Depends, FastAPI, Request, status
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.deps import reject_unknown_query
+from api.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, database_unavailable
 from api.routes import checkpoints, health, jobs, segment
-
-log = logging.getLogger(__name__)
 
 app = FastAPI(
     title="VeerNet job service",
     version="0.1.0",
-    description="Train VeerNet on flaky GPUs and download its checkpoints.",
+    description="Train VeerNet on flaky GPUs and download its checkpoints. Every endpoint but /healthz, "
+                "/livez and the docs needs `Authorization: Bearer <key>` once VEERNET_ADMIN_KEY is set; "
+                "each tenant sees only its own jobs, checkpoints and results.",
+    dependencies=[Depends(reject_unknown_query)],
 )
 app.include_router(jobs.router)
 app.include_router(checkpoints.router)
 app.include_router(segment.router)
 app.include_router(health.router)
+app.add_middleware(BodySizeLimitMiddleware)
+app.add_middleware(ApiKeyMiddleware)  # added last: runs first, so a keyless request never sends its body
 
 
 @app.exception_handler(RequestValidationError)
@@ -34,13 +45,39 @@ def validation_failed(_request: Request, exc: RequestValidationError) -> JSONRes
 
 @app.exception_handler(DBAPIError)
 @app.exception_handler(PoolTimeout)
-def database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+def database_unavailable_handler(_request: Request, exc: Exception) -> JSONResponse:
     """The database is down or overloaded: 503 with a message, never a 500."""
-    log.error("database error: %s", exc)
-    reason = getattr(exc, "orig", None) or exc
-    detail = f"database unavailable ({type(reason).__name__}); retry shortly or check GET /healthz"
-    return JSONResponse({"detail": detail}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-                        headers={"Retry-After": "5"})
+    return database_unavailable(exc)
+
+
+@app.exception_handler(StarletteHTTPException)
+async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """As FastAPI's own, but a 405's Allow lists every method of the path, not those of the first route
+    that matched it (Starlette's way: POST /jobs and GET /jobs are two routes)."""
+    if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        methods = _methods_of(route_path_of(request))
+        if methods:
+            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(methods)}
+    return await http_exception_handler(request, exc)
+
+
+def route_path_of(request: Request) -> str:
+    return request.url.path.removeprefix(request.scope.get("root_path", "")) or "/"
+
+
+def _methods_of(path: str) -> list[str]:
+    return sorted({method for pattern, methods in _path_methods() if pattern.fullmatch(path) for method in methods})
+
+
+@cache
+def _path_methods() -> list[tuple[re.Pattern[str], frozenset[str]]]:
+    """Each documented path as a pattern, with its methods (and HEAD where GET is served)."""
+    found = []
+    for path, operations in app.openapi()["paths"].items():
+        pattern = re.compile(re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(path)))
+        methods = {method.upper() for method in operations}
+        found.append((pattern, frozenset(methods | ({"HEAD"} if "GET" in methods else set()))))
+    return found
 
 
 def _dotted(location: tuple[int | str, ...] | list[int | str]) -> str:

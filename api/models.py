@@ -47,6 +47,8 @@ class JobStatus(StrEnum):
 
 
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+MAX_ID = 2**31 - 1  # ids are INTEGER (int4 on Postgres): a larger one names nothing, and must not reach SQL
+LOCAL_TENANT = "local"  # the owner of every job while API keys are off (VEERNET_ADMIN_KEY unset)
 
 
 def utcnow() -> datetime:
@@ -89,9 +91,13 @@ class Job(Base):
         Index(None, "status", "lease_expires_at"),  # the reaper: expired leases
         Index(None, "status", "queued_at"),  # the reaper: messages nobody claimed
         Index(None, "status", "id"),  # listing by status; the queue ahead of a job
+        Index(None, "tenant", "status", "id"),  # a tenant's jobs by status; its queued-job cap
+        Index(None, "tenant", "id"),  # a tenant's jobs, newest first
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # Who may see the job, its checkpoints and its results; another tenant gets 404.
+    tenant: Mapped[str] = mapped_column(String(64), default=LOCAL_TENANT, server_default=LOCAL_TENANT)
     kind: Mapped[str] = mapped_column(String(16))
     status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED)
     config: Mapped[dict[str, Any]]
@@ -169,3 +175,17 @@ class JobEvent(Base):
     message: Mapped[str] = mapped_column(Text, default="")
     data: Mapped[dict[str, Any] | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiKey(Base):
+    """A tenant's API key. Only its sha256 is kept; the key itself is shown once, when created."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(64), index=True)
+    name: Mapped[str] = mapped_column(String(100), default="")
+    prefix: Mapped[str] = mapped_column(String(16))  # the key's first characters, to tell keys apart
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 hex of the whole key
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None]

@@ -1,4 +1,8 @@
-"""Read side of the API: jobs as users see them, with their live ETA, last checkpoint and timeline."""
+"""Read side of the API: jobs as users see them, with their live ETA, last checkpoint and timeline.
+
+Every read takes the caller's tenant (None: the admin, who sees all); another tenant's job is
+reported exactly like a missing one (JobNotFound), so its existence does not leak.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +25,10 @@ RECENT_EVENTS = 20
 
 
 def list_jobs(session: Session, status: str | None = None, limit: int = 50,
-              offset: int = 0) -> tuple[list[Job], int]:
-    """A page of jobs, newest first, and the total matching ``status``."""
+              offset: int = 0, tenant: str | None = None) -> tuple[list[Job], int]:
+    """A page of ``tenant``'s jobs (None: everyone's), newest first, and the total matching ``status``."""
     where = [] if status is None else [Job.status == status]
+    where += [] if tenant is None else [Job.tenant == tenant]
     total = session.scalar(select(func.count()).select_from(Job).where(*where)) or 0
     stmt = select(Job).where(*where).order_by(Job.id.desc()).limit(limit).offset(offset)
     return list(session.scalars(stmt).all()), total
@@ -55,12 +60,19 @@ def full_eta(session: Session, job: Job, settings: Settings, now: datetime | Non
                expected_start_at=None if start is None else now + timedelta(seconds=start))
 
 
+def require_owner(session: Session, job_id: int, tenant: str | None) -> None:
+    """JobNotFound unless the job exists and belongs to ``tenant`` (None: any tenant)."""
+    owner = session.scalar(select(Job.tenant).where(Job.id == job_id))
+    if owner is None or (tenant is not None and owner != tenant):
+        raise JobNotFound(job_id)
+
+
 def job_summary(job: Job) -> JobSummary:
     return JobSummary(**JobSummary.fields_of(job, stored_eta(job)))
 
 
-def job_detail(session: Session, job_id: int, settings: Settings) -> JobDetail:
-    """Everything about one job; raises JobNotFound.
+def job_detail(session: Session, job_id: int, settings: Settings, tenant: str | None = None) -> JobDetail:
+    """Everything about one of ``tenant``'s jobs; raises JobNotFound.
 
     Polling is the main load on the API, so a job's detail is kept per process and reused only
     while the job's version (its row's updated_at, status and newest event) is unchanged: one
@@ -71,7 +83,7 @@ def job_detail(session: Session, job_id: int, settings: Settings) -> JobDetail:
     cached = _DETAIL_CACHE.get(key)
     now = time.monotonic()
     version = _job_version(job_id, settings)
-    if version is None:
+    if version is None or (tenant is not None and version[-1] != tenant):
         raise JobNotFound(job_id)
     if cached is not None and cached[0] == version:
         _DETAIL_CACHE[key] = (version, cached[1], now)
@@ -86,18 +98,21 @@ def job_detail(session: Session, job_id: int, settings: Settings) -> JobDetail:
     return detail
 
 
-def job_detail_json(session: Session, job_id: int, settings: Settings) -> bytes:
-    """:func:`job_detail` as JSON; the same bytes are served again for STATUS_CACHE_SECONDS."""
+def job_detail_json(session: Session, job_id: int, settings: Settings, tenant: str | None = None) -> bytes:
+    """:func:`job_detail` as JSON; the same bytes are served again, to its tenant or the admin, for
+    STATUS_CACHE_SECONDS."""
     key = (settings.database_url, job_id)
     cached = _JSON_CACHE.get(key)
     now = time.monotonic()
-    if cached is not None and now - cached[0] < settings.status_cache_seconds:
+    if (cached is not None and now - cached[0] < settings.status_cache_seconds
+            and tenant in (None, cached[2])):
         return cached[1]
-    data = job_detail(session, job_id, settings).model_dump_json().encode()
+    detail = job_detail(session, job_id, settings, tenant)
+    data = detail.model_dump_json().encode()
     if settings.status_cache_seconds > 0:
         if len(_JSON_CACHE) >= DETAIL_CACHE_SIZE:
             _JSON_CACHE.clear()
-        _JSON_CACHE[key] = (now, data)
+        _JSON_CACHE[key] = (now, data, detail.tenant)
     return data
 
 
@@ -108,11 +123,11 @@ def forget_detail(settings: Settings, job_id: int) -> None:
 
 
 _VERSION_QUERY = select(Job.updated_at, Job.status, select(func.max(JobEvent.id)).where(
-    JobEvent.job_id == bindparam("job_id")).scalar_subquery()).where(Job.id == bindparam("job_id"))
+    JobEvent.job_id == bindparam("job_id")).scalar_subquery(), Job.tenant).where(Job.id == bindparam("job_id"))
 
 
 def _job_version(job_id: int, settings: Settings) -> tuple[object, ...] | None:
-    """(updated_at, status, newest event id): one autocommit round trip, no BEGIN/ROLLBACK."""
+    """(updated_at, status, newest event id, tenant): one autocommit round trip, no BEGIN/ROLLBACK."""
     engine = get_engine(settings.database_url).execution_options(isolation_level="AUTOCOMMIT")
     with engine.connect() as connection:
         row = connection.execute(_VERSION_QUERY, {"job_id": job_id}).one_or_none()
@@ -121,7 +136,7 @@ def _job_version(job_id: int, settings: Settings) -> tuple[object, ...] | None:
 
 DETAIL_CACHE_SIZE = 10_000
 _DETAIL_CACHE: dict[tuple[str, int], tuple[tuple[object, ...], JobDetail, float]] = {}
-_JSON_CACHE: dict[tuple[str, int], tuple[float, bytes]] = {}
+_JSON_CACHE: dict[tuple[str, int], tuple[float, bytes, str]] = {}  # (cached at, JSON, the job's tenant)
 
 
 def _with_live_eta(detail: JobDetail) -> JobDetail:

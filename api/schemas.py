@@ -2,12 +2,50 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.models import Checkpoint, Job, JobEvent
+from veernet_core.config import _CHOICES as CHOICES  # the config's own ranges and choices: one place
+from veernet_core.config import _RANGES as RANGES
+from veernet_core.config import DataConfig, ModelConfig, TrainConfig
+
+
+def config_schema(cls: type, prefix: str, bounds: dict[str, tuple[float, str]]) -> dict[str, Any]:
+    """JSON schema of a config dataclass: each field's type, default, range (tightened by ``bounds``) and choices."""
+    properties, defaults = {}, cls()
+    for field in dataclasses.fields(cls):
+        dotted = prefix + field.name
+        nested = {"ModelConfig": ModelConfig, "DataConfig": DataConfig}.get(str(field.type))
+        if nested is not None:
+            properties[field.name] = config_schema(nested, dotted + ".", bounds)
+            continue
+        default = getattr(defaults, field.name)
+        properties[field.name] = {**_FIELD_TYPES[str(field.type)], "default": list(default) if isinstance(
+            default, tuple) else default, **_range(dotted, bounds), **_choices(dotted)}
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+_FIELD_TYPES: dict[str, dict[str, Any]] = {
+    "int": {"type": "integer"}, "float": {"type": "number"}, "bool": {"type": "boolean"}, "str": {"type": "string"},
+    # model.widths: the stem and five stride-2 stages
+    "tuple[int, ...]": {"type": "array", "items": {"type": "integer", "minimum": 4, "maximum": 1024},
+                        "minItems": 6, "maxItems": 6},
+}
+
+
+def _range(dotted: str, bounds: dict[str, tuple[float, str]]) -> dict[str, float]:
+    if dotted not in RANGES:
+        return {}
+    low, high = RANGES[dotted]
+    return {"minimum": low, "maximum": min(high, bounds.get(dotted, (high, ""))[0])}
+
+
+def _choices(dotted: str) -> dict[str, list[str]]:
+    return {"enum": list(CHOICES[dotted])} if dotted in CHOICES else {}
 
 
 class FieldError(BaseModel):
@@ -19,13 +57,25 @@ class ErrorBody(BaseModel):
     detail: str | list[FieldError]
 
 
+def _train_config_schema(schema: dict[str, Any]) -> None:
+    """The ``config`` field's schema: veernet_core's TrainConfig, within this service's bounds."""
+    from api.limits import train_bounds
+    from api.settings import get_settings
+
+    schema.clear()
+    schema.update(config_schema(TrainConfig, "", train_bounds(get_settings())))
+    schema["description"] = ("A veernet_core TrainConfig; omitted fields take their defaults. Rules across fields "
+                             "(model.num_classes = data.classes, heads dividing the bottleneck width, enough "
+                             "training images for one step) are checked on submission.")
+
+
 class JobCreate(BaseModel):
     """A training job: ``config`` is a veernet_core TrainConfig as JSON; omitted fields take defaults."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["train"] = "train"
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict, json_schema_extra=_train_config_schema)
 
 
 class Progress(BaseModel):
@@ -91,6 +141,7 @@ class EventOut(BaseModel):
 
 class JobSummary(BaseModel):
     id: int
+    tenant: str  # who may see the job: the tenant of the key that submitted it
     kind: str
     status: str
     attempt: int
@@ -110,8 +161,8 @@ class JobSummary(BaseModel):
     @classmethod
     def fields_of(cls, job: Job, eta: Eta) -> dict[str, Any]:
         return dict(
-            id=job.id, kind=job.kind, status=job.status, attempt=job.attempt, recoveries=job.infra_failures,
-            recovery_seconds=job.recovery_seconds, job_failures=job.job_failures,
+            id=job.id, tenant=job.tenant, kind=job.kind, status=job.status, attempt=job.attempt,
+            recoveries=job.infra_failures, recovery_seconds=job.recovery_seconds, job_failures=job.job_failures,
             cancel_requested=job.cancel_requested, progress=Progress.of(job), metrics=job.metrics, eta=eta,
             error=job.error, created_at=job.created_at, started_at=job.started_at,
             finished_at=job.finished_at, updated_at=job.updated_at,

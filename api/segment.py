@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from api import jobs
 from api.checkpoints import get_checkpoint
 from api.errors import CheckpointNotFound, JobNotFound, ServiceError
-from api.models import Checkpoint, Job, JobStatus
+from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
 from veernet_core.digitise import Calibration, CalibrationError
 
@@ -110,25 +110,30 @@ def check_calibration(options: dict[str, Any], scan: Scan) -> dict[str, Any]:
         raise SegmentInputError(f"options.calibration.{exc.field}", str(exc)) from exc
 
 
-def resolve_model(session: Session, raw: Any) -> dict[str, Any]:
-    """{"checkpoint_id": n}, {"job_id": n} (its best, else newest, checkpoint) or absent (bundled)."""
+def resolve_model(session: Session, raw: Any, tenant: str | None = None) -> dict[str, Any]:
+    """{"checkpoint_id": n}, {"job_id": n} (its best, else newest, checkpoint) or absent (bundled).
+
+    Only ``tenant``'s checkpoints can be named (None: any); another tenant's is not found, as if missing.
+    """
     if raw is None or raw == {} or raw == "bundled":
         return {"source": "bundled", "model_id": "bundled/veernet-small"}
-    if not isinstance(raw, dict) or len(raw) != 1 or not isinstance(next(iter(raw.values())), int):
+    name, value = next(iter(raw.items())) if isinstance(raw, dict) and len(raw) == 1 else ("", None)
+    if name not in ("checkpoint_id", "job_id") or not isinstance(value, int) or isinstance(value, bool):
         raise SegmentInputError("options.model", 'must be {"checkpoint_id": n}, {"job_id": n} or omitted for '
                                 "the bundled model")
-    if "checkpoint_id" in raw:
-        row = get_checkpoint(session, raw["checkpoint_id"])  # CheckpointNotFound -> 404
+    if not 1 <= value <= MAX_ID:  # no row has such an id, and the database would refuse to look
+        raise JobNotFound(value) if name == "job_id" else CheckpointNotFound(value)
+    if name == "checkpoint_id":
+        row = get_checkpoint(session, value, tenant)  # CheckpointNotFound -> 404
         return _from_row(row, f"checkpoint/{row.id}")
-    if "job_id" in raw:
-        job_id = raw["job_id"]
-        jobs.get_job(session, job_id)  # JobNotFound -> 404
-        rows = session.scalars(select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(
-            Checkpoint.is_best.desc(), Checkpoint.global_step.desc()).limit(1)).all()
-        if not rows:
-            raise CheckpointNotFound(f"of job {job_id} (it has no committed checkpoint yet)")
-        return _from_row(rows[0], f"job/{job_id}/checkpoint/{rows[0].id}")
-    raise SegmentInputError("options.model", "takes checkpoint_id or job_id")
+    job = jobs.get_job(session, value)  # JobNotFound -> 404
+    if tenant is not None and job.tenant != tenant:
+        raise JobNotFound(value)
+    rows = session.scalars(select(Checkpoint).where(Checkpoint.job_id == value).order_by(
+        Checkpoint.is_best.desc(), Checkpoint.global_step.desc()).limit(1)).all()
+    if not rows:
+        raise CheckpointNotFound(f"of job {value} (it has no committed checkpoint yet)")
+    return _from_row(rows[0], f"job/{value}/checkpoint/{rows[0].id}")
 
 
 def _from_row(row: Checkpoint, model_id: str) -> dict[str, Any]:
@@ -137,16 +142,16 @@ def _from_row(row: Checkpoint, model_id: str) -> dict[str, Any]:
 
 
 def create_segment_job(session: Session, options: dict[str, Any], model: dict[str, Any],
-                       calibration: dict[str, Any], filename: str) -> Job:
+                       calibration: dict[str, Any], filename: str, tenant: str = LOCAL_TENANT) -> Job:
     config = {"model": model, "calibration": calibration, "rotate_portrait": bool(options.get("rotate_portrait")),
               "well": str(options.get("well", ""))[:80], "scan": filename[:200]}
-    return jobs.create_job(session, "segment", config)
+    return jobs.create_job(session, "segment", config, tenant)
 
 
-def segment_job(session: Session, job_id: int) -> Job:
-    """A segment job, or JobNotFound (a training job has no result)."""
+def segment_job(session: Session, job_id: int, tenant: str | None = None) -> Job:
+    """A segment job of ``tenant`` (None: any), or JobNotFound (a training job has no result)."""
     job = jobs.get_job(session, job_id)
-    if job.kind != "segment":
+    if job.kind != "segment" or (tenant is not None and job.tenant != tenant):
         raise JobNotFound(job_id)
     return job
 

@@ -5,14 +5,21 @@ SQLAlchemy transport as the broker, checkpoints in a local directory, all under
 ``VEERNET_DATA_DIR``. ``DATABASE_URL``, ``BROKER_URL``, ``CHECKPOINT_URL=s3://bucket/prefix`` and
 ``S3_ENDPOINT_URL`` switch it to Postgres, Redis and S3 or MinIO. AWS credentials and region are
 read by boto3 from its own environment variables.
+
+``VEERNET_ADMIN_KEY`` turns API keys on: once it is set every endpoint but health, docs and the
+OpenAPI schema needs ``Authorization: Bearer <key>``. Unset (the embedded default), no key is asked
+for, every job belongs to tenant "local", and the API only binds a loopback address.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -25,6 +32,9 @@ class Settings(BaseSettings):
     database_url: str = ""  # "" = sqlite:///<data dir>/veernet.db
     broker_url: str = ""  # "" = sqla+sqlite:///<data dir>/broker.db (kombu's embedded transport)
     checkpoint_url: str = ""  # "" = <data dir>/checkpoints; s3://bucket/prefix selects S3
+    # Labelled datasets (data.kind "manifest"): a job names one, and it is read from
+    # <DATASETS_URL>/<tenant>/<name>/manifest.json, so no tenant can point a worker at another's files.
+    datasets_url: str = ""  # "" = <data dir>/datasets; s3://bucket/prefix selects S3
     s3_endpoint_url: str | None = None  # MinIO or a test server; None = AWS
     s3_presign: bool = False  # False: downloads stream through the API; True: 307 to a presigned URL
     presign_seconds: int = Field(default=300, ge=1)  # a presigned URL is a bearer token: short-lived
@@ -43,6 +53,18 @@ class Settings(BaseSettings):
     status_cache_seconds: float = Field(default=1.0, ge=0)
     expected_workers: int = Field(default=1, ge=1)  # workers per queue, for the expected start of queued jobs
 
+    # API keys and limits. The admin key sees every tenant; it is a SecretStr so that it never prints.
+    veernet_admin_key: SecretStr | None = None  # None or "" = keys off: tenant "local", loopback only
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1024)  # any body but a POST /segment upload
+    # Training config bounds, tighter than what veernet_core accepts: one job's share of the GPUs.
+    max_epochs: int = Field(default=200, ge=1)  # 4x the engagement's 50-epoch schedule
+    max_dataset_size: int = Field(default=100_000, ge=2)  # ~7x the 15,000-instance multiclass set
+    max_scale: float = Field(default=1.0, gt=0, le=1.0)  # 1.0 = full-size synthetic logs
+    # Per tenant key (never the admin key, nor the keys-off local user): queued jobs and submissions.
+    max_queued_jobs_per_tenant: int = Field(default=100, ge=0)  # 0 = no cap
+    submit_rate_per_minute: float = Field(default=60.0, ge=0)  # POST /jobs and /segment; 0 = no limit
+    submit_burst: int = Field(default=20, ge=1)  # submissions a key may make at once after idling
+
     @model_validator(mode="after")
     def _fill_embedded_defaults(self) -> Settings:
         data_dir = self.veernet_data_dir.expanduser().absolute()
@@ -53,13 +75,36 @@ class Settings(BaseSettings):
             self.broker_url = f"sqla+sqlite:///{data_dir / 'broker.db'}"
         if not self.checkpoint_url:
             self.checkpoint_url = str(data_dir / "checkpoints")
+        if not self.datasets_url:
+            self.datasets_url = str(data_dir / "datasets")
+        if self.veernet_admin_key is not None and not self.veernet_admin_key.get_secret_value():
+            self.veernet_admin_key = None  # VEERNET_ADMIN_KEY= (empty) is unset, as in docker-compose
         if self.heartbeat_seconds >= self.lease_seconds:
             raise ValueError("HEARTBEAT_SECONDS must be shorter than LEASE_SECONDS, or every lease lapses")
         return self
 
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """repr() and str() (what a log line would show) hide the passwords in the service URLs."""
+        for name, value in super().__repr_args__():
+            yield name, redact_url(value) if name in ("database_url", "broker_url") else value
+
     @property
     def uses_embedded_broker(self) -> bool:
         return self.broker_url.startswith("sqla+")
+
+    @property
+    def keys_required(self) -> bool:
+        return self.veernet_admin_key is not None
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``: the only form of a service URL fit for a log."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 @cache

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from api.processes import Managed, celery_worker_argv, supervise, worker_processes
-from api.settings import get_settings
+from api.settings import get_settings, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,6 @@ def run_stack(host: str, port: int, gpus: Sequence[str] | None, loglevel: str = 
 
     settings = get_settings()
     migrate()
-    log.info("database %s; broker %s; checkpoints %s", settings.database_url, settings.broker_url,
-             settings.checkpoint_url)
+    log.info("database %s; broker %s; checkpoints %s", redact_url(settings.database_url),
+             redact_url(settings.broker_url), settings.checkpoint_url)
     return supervise(stack_processes(host, port, gpus, loglevel))

@@ -17,13 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the repo is not installed in the test venv; make its packages importable
     sys.path.insert(0, str(ROOT))
 
-from api import db, queries, storage  # noqa: E402
+from api import db, limits, queries, storage  # noqa: E402
 from api.settings import Settings, get_settings  # noqa: E402
 from worker.celery_app import get_celery  # noqa: E402
 
 POSTGRES_ADMIN_URL = os.environ.get("VEERNET_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 SERVICE_ENV = [name.upper() for name in Settings.model_fields]
-TABLES = ("job_events", "checkpoints", "jobs")
+TABLES = ("job_events", "checkpoints", "jobs", "api_keys")
 
 
 def free_port() -> int:
@@ -110,6 +110,7 @@ def reset_service_caches() -> None:
     storage._stores.clear()
     queries._DETAIL_CACHE.clear()
     queries._JSON_CACHE.clear()
+    limits.submissions.reset()
 
 
 def truncate(url: str) -> None:

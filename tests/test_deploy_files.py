@@ -40,7 +40,11 @@ IMAGE_ENV = {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PIP_NO_CACHE_DIR", 
              "PATH"}
 DOCUMENTED_SUBCOMMANDS = {"migrate", "api", "worker", "reaper"}  # used only while api/cli.py does not exist
 MIN_CHECKPOINT_GRACE_S = 60  # a GPU worker must get time to write a checkpoint on SIGTERM
-INTERPOLATION = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<default>[^}]*))?\}")
+INTERPOLATION = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<default>[^}]*)|:\?(?P<required>[^}]*))?\}")
+# The one variable a deployment must set itself: the admin key. With it unset the API, bound to every
+# interface in its container, would serve confidential scans to anyone; compose stops with this message.
+REQUIRED = {"VEERNET_ADMIN_KEY"}
+TEST_ADMIN_KEY = "compose-test-admin-key"
 
 
 # ---- reading the files ---------------------------------------------------------------------------------
@@ -89,6 +93,9 @@ VEERNET_SERVICES = service_names(veernet_only=True)
 def resolve(value: str) -> str:
     """Compose's interpolation with nothing set: every ``${VAR:-default}`` becomes its default."""
     def default(match: re.Match[str]) -> str:
+        if match["required"] is not None:
+            assert match["name"] in REQUIRED, f"${{{match['name']}}} is required: only {REQUIRED} may be"
+            return TEST_ADMIN_KEY
         assert match["default"] is not None, f"${{{match['name']}}} has no default: the stack must run without a .env"
         return match["default"]
 
@@ -197,12 +204,15 @@ def test_the_compose_file_parses() -> None:
     assert isinstance(compose()["services"], dict)
 
 
-def test_the_stack_runs_with_no_env_file() -> None:
-    """Every ``${VAR}`` the file interpolates has a default, so ``docker compose up`` needs no .env."""
+def test_the_stack_needs_only_the_admin_key_in_its_env_file() -> None:
+    """Every ``${VAR}`` has a default but the admin key, which compose demands with a message saying how."""
     text = (ROOT / "docker-compose.yml").read_text().replace("$$", "")
     references = re.findall(r"\$\{[^}]*\}", text)
     assert references, "secrets must be overridable with ${VAR:-default}"
-    assert all(INTERPOLATION.fullmatch(ref) and ":-" in ref for ref in references), references
+    required = {m["name"]: m["required"] for ref in references if (m := INTERPOLATION.fullmatch(ref)) and m["required"]}
+    assert set(required) == REQUIRED, required
+    assert all("openssl rand" in message for message in required.values()), required
+    assert all(INTERPOLATION.fullmatch(ref) and (":-" in ref or ":?" in ref) for ref in references), references
 
 
 def test_the_stack_has_every_part_design_md_names() -> None:

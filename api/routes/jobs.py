@@ -1,62 +1,106 @@
-"""/jobs: submit, list, inspect and cancel jobs."""
+"""/jobs: submit, list, inspect and cancel jobs; each caller sees only its tenant's (the admin all)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 
-from api import jobs, queries
+from api import jobs, limits, queries
 from api.checkpoints import list_checkpoints
-from api.deps import SessionDep, SettingsDep
+from api.deps import (
+    COMMON_ERRORS,
+    SUBMISSION_ERRORS,
+    JobId,
+    Offset,
+    PrincipalDep,
+    SessionDep,
+    SettingsDep,
+    get_principal,
+    limit_exceeded,
+)
 from api.errors import InvalidTransition, JobNotFound
 from api.models import JobStatus
 from api.queue import send_job
 from api.schemas import CheckpointOut, ErrorBody, JobCreate, JobDetail, JobPage
+from api.settings import Settings
 from veernet_core.config import ConfigError, TrainConfig
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "description": "No such job"}}
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobDetail,
-             responses={422: {"model": ErrorBody, "description": "Invalid config, one entry per bad field"}})
-def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, response: Response) -> JobDetail:
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobDetail, responses={
+    **SUBMISSION_ERRORS, 422: {"model": ErrorBody, "description": "Invalid config, one entry per bad field"}})
+def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, principal: PrincipalDep,
+               response: Response) -> JobDetail:
     """Validate a training config, queue the job, and send it to a worker."""
     try:
-        config = TrainConfig.from_dict(body.config)
-    except ConfigError as exc:
-        detail = [{"field": f"config.{name}", "message": message} for name, message in exc.errors.items()]
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=detail) from exc
-    job = jobs.create_job(session, body.kind, config.to_dict())
+        limits.check_submission(session, principal, settings)
+    except limits.LimitExceeded as exc:
+        raise limit_exceeded(exc) from exc
+    config = _train_config(body, settings, principal.tenant)
+    job = jobs.create_job(session, body.kind, config.to_dict(), principal.tenant)
     session.commit()  # the row exists before any worker can receive its id
     send_job(job)
     response.headers["Location"] = f"/jobs/{job.id}"
     return queries.job_detail(session, job.id, settings)
 
 
+def _train_config(body: JobCreate, settings: Settings, tenant: str) -> TrainConfig:
+    """The validated config within this service's bounds, or a 422 naming every bad field.
+
+    A labelled dataset is named, not located: ``data.manifest_url`` becomes the tenant's own folder.
+    """
+    try:
+        config = TrainConfig.from_dict(body.config)
+    except ConfigError as exc:
+        raise _invalid({f"config.{name}": message for name, message in exc.errors.items()}) from exc
+    errors = limits.train_bound_errors(config, settings)
+    if config.data.kind == "manifest":
+        try:
+            url = limits.dataset_url(config.data.manifest_url, tenant, settings)
+        except ValueError as exc:
+            errors["config.data.manifest_url"] = str(exc)
+        else:
+            config = replace(config, data=replace(config.data, manifest_url=url))
+    if errors:
+        raise _invalid(errors)
+    return config
+
+
+def _invalid(errors: dict[str, str]) -> HTTPException:
+    detail = [{"field": name, "message": message} for name, message in errors.items()]
+    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=detail)
+
+
 @router.get("", response_model=JobPage)
-def list_jobs(session: SessionDep, status: JobStatus | None = None, limit: int = Query(50, ge=1, le=500),
-              offset: int = Query(0, ge=0)) -> JobPage:
-    """List jobs, newest first, optionally of one status."""
-    items, total = queries.list_jobs(session, status, limit, offset)
+def list_jobs(session: SessionDep, principal: PrincipalDep, status: JobStatus | None = None,
+              limit: int = Query(50, ge=1, le=500), offset: Offset = 0) -> JobPage:
+    """List your jobs (the admin: everyone's), newest first, optionally of one status."""
+    items, total = queries.list_jobs(session, status, limit, offset, principal.scope)
     return JobPage(items=[queries.job_summary(j) for j in items], total=total, limit=limit, offset=offset)
 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=NOT_FOUND)
-def get_job(job_id: int, session: SessionDep, settings: SettingsDep) -> Response:
+def get_job(job_id: JobId, session: SessionDep, settings: SettingsDep, principal: PrincipalDep) -> Response:
     """Status, attempt, recoveries, progress, metrics, ETA, last checkpoint and recent events."""
     try:  # pre-serialised: polling clients may get the same bytes for STATUS_CACHE_SECONDS
-        return Response(queries.job_detail_json(session, job_id, settings), media_type="application/json")
+        data = queries.job_detail_json(session, job_id, settings, principal.scope)
     except JobNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    return Response(data, media_type="application/json")
 
 
 @router.post("/{job_id}/cancel", response_model=JobDetail,
-             responses={**NOT_FOUND, 409: {"model": ErrorBody, "description": "The job already finished"}})
-def cancel_job(job_id: int, session: SessionDep, settings: SettingsDep, response: Response) -> JobDetail:
+             responses={**NOT_FOUND, 202: {"model": JobDetail, "description": "Running: it stops at its next step"},
+                        409: {"model": ErrorBody, "description": "The job already finished"}})
+def cancel_job(job_id: JobId, session: SessionDep, settings: SettingsDep, principal: PrincipalDep,
+               response: Response) -> JobDetail:
     """Cancel: a queued job at once (200); a running one stops at its next step, checkpoints kept (202)."""
     try:
+        queries.require_owner(session, job_id, principal.scope)
         job = jobs.request_cancel(session, job_id)
     except JobNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
@@ -70,9 +114,9 @@ def cancel_job(job_id: int, session: SessionDep, settings: SettingsDep, response
 
 
 @router.get("/{job_id}/checkpoints", response_model=list[CheckpointOut], responses=NOT_FOUND)
-def job_checkpoints(job_id: int, session: SessionDep) -> list[CheckpointOut]:
+def job_checkpoints(job_id: JobId, session: SessionDep, principal: PrincipalDep) -> list[CheckpointOut]:
     """The job's committed checkpoints, oldest first."""
     try:
-        return [CheckpointOut.of(row) for row in list_checkpoints(session, job_id)]
+        return [CheckpointOut.of(row) for row in list_checkpoints(session, job_id, principal.scope)]
     except JobNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc

@@ -1,26 +1,42 @@
-"""/segment: digitise a scanned log; /jobs/{id}/result...: its curves, mask and overlay."""
+"""/segment: digitise a scanned log; /jobs/{id}/result...: its curves, mask and overlay (your tenant's only)."""
 
 from __future__ import annotations
 
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Response, UploadFile, status
 from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy.orm import Session
 
-from api import queries, segment
+from api import limits, queries, segment
 from api.db import session_scope
-from api.deps import SessionDep, SettingsDep, StoreDep
+from api.deps import (
+    COMMON_ERRORS,
+    SUBMISSION_ERRORS,
+    JobId,
+    PrincipalDep,
+    SessionDep,
+    SettingsDep,
+    StoreDep,
+    get_principal,
+    limit_exceeded,
+)
 from api.errors import BlobMissing, CheckpointNotFound, JobNotFound, StoreError
 from api.queue import send_job
 from api.schemas import ErrorBody, JobDetail
 from api.storage import open_blob
+from veernet_core.checkpoint import LocalStore, S3Store
 
-router = APIRouter(tags=["segment"])
+router = APIRouter(tags=["segment"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
 ERRORS: dict[int | str, dict[str, Any]] = {
+    **SUBMISSION_ERRORS,
+    200: {"description": "wait=true and the job finished in time: its result, as GET /jobs/{id}/result",
+          "content": {"application/json": {"schema": {"type": "object"}}}},
     404: {"model": ErrorBody, "description": "Unknown checkpoint or job"},
     413: {"model": ErrorBody, "description": "Too many bytes or pixels"},
-    422: {"model": ErrorBody, "description": "Not an image, or options that make no sense"},
+    422: {"model": ErrorBody, "description": "Not an image, options that make no sense, or (wait=true) the "
+          "job failed"},
 }
 MEDIA = {"result": "application/json", "csv": "text/csv", "las": "text/plain", "mask": "image/png",
          "overlay": "image/png"}
@@ -28,21 +44,27 @@ MEDIA = {"result": "application/json", "csv": "text/csv", "las": "text/plain", "
 
 @router.post("/segment", status_code=status.HTTP_202_ACCEPTED, response_model=JobDetail, responses=ERRORS)
 def submit_segment(file: Annotated[UploadFile, File(description="PNG, TIFF or JPEG scan")],
-                   session: SessionDep, settings: SettingsDep, store: StoreDep, response: Response,
+                   session: SessionDep, settings: SettingsDep, store: StoreDep, principal: PrincipalDep,
+                   response: Response,
                    options: Annotated[str | None, Form(description="JSON: calibration, model, ...")] = None,
                    wait: bool = False, timeout: float = Query(30.0, gt=0)) -> Any:
     """Queue a scan for digitising; with wait=true answer with the result if it is done in time."""
+    try:
+        limits.check_submission(session, principal, settings)
+    except limits.LimitExceeded as exc:
+        raise limit_exceeded(exc) from exc
     data = file.file.read(settings.max_upload_bytes + 1)
     try:
         opts = segment.parse_options(options)
         scan = segment.check_scan(data, settings, bool(opts.get("rotate_portrait")))
         calibration = segment.check_calibration(opts, scan)
-        model = segment.resolve_model(session, opts.get("model"))
+        model = segment.resolve_model(session, opts.get("model"), principal.scope)
     except segment.SegmentInputError as exc:
         raise HTTPException(exc.status, detail=[{"field": exc.field, "message": str(exc)}]) from exc
     except (CheckpointNotFound, JobNotFound) as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
-    job = segment.create_segment_job(session, opts, model, calibration, file.filename or "scan")
+    name = file.filename or "scan"
+    job = segment.create_segment_job(session, opts, model, calibration, name, principal.tenant)
     store.put(segment.input_key(job.id), data)  # uploaded before the row commits: a worker always finds it
     session.commit()
     send_job(job)
@@ -72,9 +94,10 @@ def _result_response(job_id: int, store: Any) -> Response:
     return Response(b"".join(blob.chunks), media_type="application/json", headers={"Location": f"/jobs/{job_id}"})
 
 
-def _result_file(job_id: int, name: str, session: SessionDep, store: StoreDep) -> Response:
+def _result_file(job_id: int, name: str, session: Session, store: LocalStore | S3Store,
+                 tenant: str | None) -> Response:
     try:
-        job = segment.segment_job(session, job_id)
+        job = segment.segment_job(session, job_id, tenant)
         if job.status != "succeeded":
             hint = job.error or f"poll GET /jobs/{job_id} until it succeeds"
             raise HTTPException(status.HTTP_409_CONFLICT, detail=f"segment job {job_id} is {job.status}: {hint}")
@@ -89,33 +112,44 @@ def _result_file(job_id: int, name: str, session: SessionDep, store: StoreDep) -
 
 FILE_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "description": "No such segment job"},
                                                 409: {"model": ErrorBody, "description": "Not finished"}}
+BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 
-@router.get("/jobs/{job_id}/result", responses=FILE_ERRORS)
-def result_json(job_id: int, session: SessionDep, store: StoreDep) -> Response:
+def _file(media: str, what: str, schema: dict[str, Any] | None = None) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI answers of a result file: the file (in its media type), 404 or 409."""
+    return {**FILE_ERRORS, 200: {"description": what, "content": {media: schema or BINARY}}}
+
+
+@router.get("/jobs/{job_id}/result", response_class=Response,
+            responses=_file("application/json", "The curves as JSON", {"schema": {"type": "object"}}))
+def result_json(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """Per curve, per depth sample: the value and a confidence (null where no curve was found)."""
-    return _result_file(job_id, "result", session, store)
+    return _result_file(job_id, "result", session, store, principal.scope)
 
 
-@router.get("/jobs/{job_id}/result.csv", responses=FILE_ERRORS)
-def result_csv(job_id: int, session: SessionDep, store: StoreDep) -> Response:
+@router.get("/jobs/{job_id}/result.csv", response_class=Response,
+            responses=_file("text/csv", "The curves as CSV", {"schema": {"type": "string"}}))
+def result_csv(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The curves as CSV: a depth column, then one column per curve."""
-    return _result_file(job_id, "csv", session, store)
+    return _result_file(job_id, "csv", session, store, principal.scope)
 
 
-@router.get("/jobs/{job_id}/result.las", responses=FILE_ERRORS)
-def result_las(job_id: int, session: SessionDep, store: StoreDep) -> Response:
+@router.get("/jobs/{job_id}/result.las", response_class=Response,
+            responses=_file("text/plain", "The curves as LAS 2.0", {"schema": {"type": "string"}}))
+def result_las(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The curves as LAS 2.0, with the model and calibration in its header."""
-    return _result_file(job_id, "las", session, store)
+    return _result_file(job_id, "las", session, store, principal.scope)
 
 
-@router.get("/jobs/{job_id}/mask.png", responses=FILE_ERRORS)
-def result_mask(job_id: int, session: SessionDep, store: StoreDep) -> Response:
+@router.get("/jobs/{job_id}/mask.png", response_class=Response,
+            responses=_file("image/png", "The predicted mask"))
+def result_mask(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The predicted mask."""
-    return _result_file(job_id, "mask", session, store)
+    return _result_file(job_id, "mask", session, store, principal.scope)
 
 
-@router.get("/jobs/{job_id}/overlay.png", responses=FILE_ERRORS)
-def result_overlay(job_id: int, session: SessionDep, store: StoreDep) -> Response:
+@router.get("/jobs/{job_id}/overlay.png", response_class=Response,
+            responses=_file("image/png", "The traced curves over the scan"))
+def result_overlay(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The traced curves drawn over the scan, to check by eye."""
-    return _result_file(job_id, "overlay", session, store)
+    return _result_file(job_id, "overlay", session, store, principal.scope)

@@ -44,7 +44,7 @@ def drift(url: str) -> list[object]:
 
 def test_upgrade_downgrade_upgrade_and_no_drift(empty_database: str) -> None:
     migrate(empty_database)
-    assert tables(empty_database) == {"jobs", "checkpoints", "job_events"}
+    assert tables(empty_database) == {"jobs", "checkpoints", "job_events", "api_keys"}
     command.downgrade(alembic_config(empty_database), "base")
     assert tables(empty_database) == set()
     migrate(empty_database)
@@ -64,4 +64,4 @@ def test_the_ini_at_the_repo_root_reads_the_url_from_settings(tmp_path: Path,
         command.upgrade(Config(str(Path(__file__).resolve().parents[2] / "alembic.ini")), "head")
     finally:
         get_settings.cache_clear()
-    assert tables(url) == {"jobs", "checkpoints", "job_events"}
+    assert tables(url) == {"jobs", "checkpoints", "job_events", "api_keys"}
