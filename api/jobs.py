@@ -10,6 +10,7 @@ See DESIGN.md, "Who owns a job".
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -264,11 +265,20 @@ def reap_expired(session: Session, now: datetime, *, settings: Settings | None =
     return requeued
 
 
-def stale_queued(session: Session, now: datetime, older_than_s: float) -> list[int]:
-    """Queued jobs nobody claimed for ``older_than_s`` (a lost message): bump queued_at; re-send these."""
+def unclaimed_kinds(session: Session, now: datetime, older_than_s: float) -> set[str]:
+    """The kinds of the queued jobs nobody claimed for ``older_than_s``: whose queues to look into."""
     cutoff = now - timedelta(seconds=older_than_s)
+    return set(session.scalars(select(Job.kind).where(Job.status == JobStatus.QUEUED, Job.queued_at < cutoff)
+                               .distinct()).all())
+
+
+def stale_queued(session: Session, now: datetime, older_than_s: float, in_broker: Collection[int] = ()) -> list[int]:
+    """Queued jobs nobody claimed for ``older_than_s`` whose message is not ``in_broker`` (it was lost):
+    bump queued_at; re-send these. A job still waiting in the broker for a free worker is left alone."""
+    cutoff = now - timedelta(seconds=older_than_s)
+    waiting = [Job.id.notin_(sorted(in_broker))] if in_broker else []
     ids = list(session.scalars(
-        update(Job).where(Job.status == JobStatus.QUEUED, Job.queued_at < cutoff)
+        update(Job).where(Job.status == JobStatus.QUEUED, Job.queued_at < cutoff, *waiting)
         .values(queued_at=now, updated_at=now).returning(Job.id)
     ).all())
     for job_id in sorted(ids):

@@ -36,6 +36,9 @@ class Managed:
         log.info("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))
 
 
+PRELOAD = {"VEERNET_PRELOAD": "1"}  # training and inference workers: torch imported once, before the pool forks
+
+
 def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: bool = False) -> list[str]:
     argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queue,
             "--concurrency", "1", "--prefetch-multiplier", "1", "--pool", "prefork",
@@ -47,7 +50,7 @@ def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: 
 
 def worker_processes(gpus: Sequence[str] | None, queue: str, loglevel: str = "INFO") -> list[Managed]:
     """One Celery worker per GPU, each seeing only its own device; or one CPU worker."""
-    base = dict(os.environ)
+    base = {**os.environ, **PRELOAD}
     if not gpus:
         env = {**base, "CUDA_VISIBLE_DEVICES": ""}
         return [Managed(f"{queue}-cpu", celery_worker_argv(queue, f"{queue}-cpu@%h", loglevel), env)]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from worker.celery_app import TASK_FOR_KIND, get_celery
 
@@ -29,6 +32,59 @@ def send_job_id(job_id: int, kind: str) -> bool:
                       job_id, queue)
         return False
     return True
+
+
+def jobs_in_broker(kind: str) -> set[int] | None:
+    """Ids of ``kind`` jobs whose message is in the broker: waiting in the queue, or (Redis) taken by a
+    worker and not yet acknowledged. None when the broker cannot be read this way.
+
+    The reaper re-sends a queued job only when its message is gone (a flushed Redis, a lost send), not
+    while it is merely waiting for a free worker: otherwise every long wait would add a duplicate.
+    """
+    task, queue = TASK_FOR_KIND[kind]
+    try:
+        with get_celery().connection_for_read() as connection:
+            channel = connection.default_channel
+            if connection.transport.driver_type == "sql":  # kombu's SQLAlchemy transport (the embedded broker)
+                payloads = _embedded_payloads(channel, queue)
+            elif connection.transport.driver_type == "redis":
+                payloads = _redis_payloads(channel.client, queue)
+            else:
+                return None
+            return {job_id for job_id in map(lambda p: _job_id(p, task), payloads) if job_id is not None}
+    except Exception as exc:  # an unreadable broker: the caller falls back to re-sending
+        log.warning("could not read the %r queue of the broker (%s); re-sending unclaimed jobs", queue, exc)
+        return None
+
+
+def _redis_payloads(client: Any, queue: str) -> Iterable[Any]:
+    # kombu keeps one list per priority step ("train", "train\x06\x163", ...), and taken messages in
+    # the "unacked" hash as [payload, exchange, routing_key] until the worker acknowledges them.
+    for key in client.scan_iter(match=f"{queue}*", count=1000):
+        if key in (queue.encode(), queue) or key.startswith(f"{queue}\x06\x16".encode()):
+            yield from (json.loads(raw) for raw in client.lrange(key, 0, -1))
+    for raw in client.hvals("unacked"):
+        payload, _exchange, routing_key = json.loads(raw)
+        if routing_key == queue:
+            yield payload
+
+
+def _embedded_payloads(channel: Any, queue: str) -> Iterable[Any]:
+    # kombu's SQLAlchemy transport marks a taken message invisible and never shows it again.
+    message = channel.message_cls
+    rows = channel._query_all(queue).filter(message.visible != False).all()  # noqa: E712 (SQL, not Python)
+    channel.session.commit()
+    return [json.loads(row.payload) for row in rows]
+
+
+def _job_id(payload: Any, task: str) -> int | None:
+    try:
+        if payload["headers"]["task"] != task:
+            return None
+        args = json.loads(base64.b64decode(payload["body"]))[0]
+        return int(args[0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def check_broker(timeout_s: float = BROKER_CHECK_TIMEOUT_S) -> None:

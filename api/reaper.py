@@ -12,15 +12,16 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from api.db import session_scope
-from api.jobs import reap_expired, stale_queued
-from api.models import Job, utcnow
-from api.queue import send_job_id
+from api.jobs import reap_expired, stale_queued, unclaimed_kinds
+from api.models import Job, JobStatus, utcnow
+from api.queue import jobs_in_broker, send_job_id
 from api.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
+EXPIRY_MARGIN_S = 0.02  # a pass just after a lease's end finds it expired (the check is strictly later)
 
 
 @dataclass
@@ -34,8 +35,13 @@ def reap_once(now: datetime | None = None, settings: Settings | None = None) -> 
     """One pass: commit the requeues first, then send their messages (a failed send is retried later)."""
     now, settings = now or utcnow(), settings or get_settings()
     with session_scope() as session:
+        kinds = unclaimed_kinds(session, now, settings.queued_resend_seconds)
+    in_broker: set[int] = set()
+    for kind in sorted(kinds):  # read outside any transaction: the broker may be slow or down
+        in_broker |= jobs_in_broker(str(kind)) or set()
+    with session_scope() as session:
         requeued = reap_expired(session, now, settings=settings)
-        resent = stale_queued(session, now, settings.queued_resend_seconds)
+        resent = stale_queued(session, now, settings.queued_resend_seconds, in_broker)
         ids = requeued + resent
         kinds = {job_id: kind for job_id, kind in session.execute(select(Job.id, Job.kind).where(Job.id.in_(ids)))}
     report = ReapReport(requeued, resent)
@@ -45,8 +51,19 @@ def reap_once(now: datetime | None = None, settings: Settings | None = None) -> 
     return report
 
 
+def next_pass_s(interval_s: float) -> float:
+    """Until the next pass: the interval, or less if a lease runs out sooner, so that a lost worker
+    is noticed when its lease ends rather than up to one interval later."""
+    with session_scope() as session:
+        expiry = session.scalar(select(func.min(Job.lease_expires_at)).where(Job.status == JobStatus.RUNNING))
+    if expiry is None:
+        return interval_s
+    return min(interval_s, max(EXPIRY_MARGIN_S, (expiry - utcnow()).total_seconds() + EXPIRY_MARGIN_S))
+
+
 class ReaperThread(threading.Thread):
-    """Runs :func:`reap_once` every REAPER_INTERVAL_SECONDS until :meth:`stop` (the embedded default)."""
+    """Runs :func:`reap_once` every REAPER_INTERVAL_SECONDS, and at the end of the next lease to run out,
+    until :meth:`stop` (the embedded default and ``veernet api --reaper``)."""
 
     def __init__(self, interval_s: float | None = None) -> None:
         super().__init__(name="veernet-reaper", daemon=True)
@@ -54,11 +71,17 @@ class ReaperThread(threading.Thread):
         self._stopped = threading.Event()
 
     def run(self) -> None:
-        while not self._stopped.wait(self.interval_s):
+        wait_s = self.interval_s
+        while not self._stopped.wait(wait_s):
             try:
                 reap_once()
+                wait_s = self.next_wait_s()
             except Exception:  # a database blip must not end the reaper; the next pass retries
                 log.exception("reaper pass failed; retrying in %.0f s", self.interval_s)
+                wait_s = self.interval_s
+
+    def next_wait_s(self) -> float:
+        return next_pass_s(self.interval_s)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stopped.set()

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from api import jobs
 from api.db import session_scope
+from api.logs import bind_attempt, bind_job
 from api.models import Job
 from api.queue import send_job_id
 from api.registry import DbCheckpointRegistry, LeaseLost
@@ -76,6 +77,7 @@ class Heartbeat(threading.Thread):
             self.cancel_requested.set()
 
     def run(self) -> None:
+        bind_job(self.job_id, self.attempt)  # a thread starts with a context of its own: log lines name the job
         while not self._stop_event.wait(self.settings.heartbeat_seconds) and not self.lost.is_set():
             try:
                 self.beat()
@@ -91,8 +93,9 @@ class RetryingRegistry(DbCheckpointRegistry):
     """Checkpoint rows written and read like every other worker write: retried through a database
     restart, so an outage during a checkpoint is not counted as a failure of the job."""
 
-    def __init__(self, job_id: int, attempt: int, settings: Settings) -> None:
-        super().__init__(job_id, attempt)
+    def __init__(self, job_id: int, attempt: int, settings: Settings,
+                 annotate: Callable[[CheckpointRef], dict[str, Any]] | None = None) -> None:
+        super().__init__(job_id, attempt, annotate=annotate)
         self.give_up_after_s = settings.lease_seconds
 
     def commit(self, ref: CheckpointRef) -> bool:
@@ -131,6 +134,7 @@ def start_job(job_id: int, settings: Settings) -> tuple[int, Job, Heartbeat] | N
         log.info("job %s: not claimable (a duplicate delivery, or finished); ignoring", job_id)
         return None
     attempt, job = claimed
+    bind_attempt(attempt)  # from here on every log line of this job carries its fencing token
     log.info("%s job %s: claimed as attempt %s by %s", job.kind, job_id, attempt, worker_name())
     heartbeat = Heartbeat(job_id, attempt, settings)
     heartbeat.start()
@@ -139,22 +143,23 @@ def start_job(job_id: int, settings: Settings) -> tuple[int, Job, Heartbeat] | N
 
 def run_training_job(job_id: int) -> str:
     """Claim and run a training job; returns what happened (for logs and tests)."""
-    from veernet_core.checkpoint import job_prefix
-    from veernet_core.config import ConfigError, TrainConfig
-    from veernet_core.train import train
-    from worker.callbacks import ServiceCallbacks
-
     settings = get_settings()
-    started = start_job(job_id, settings)
+    started = start_job(job_id, settings)  # first: a duplicate delivery costs one query, not a torch import
     if started is None:
         return "ignored"
     attempt, job, heartbeat = started
+    from veernet_core.checkpoint import job_prefix
+    from veernet_core.config import ConfigError, TrainConfig
+    from veernet_core.train import train
+    from worker.callbacks import ServiceCallbacks, TimedStore
+
     try:
         config = TrainConfig.from_dict(job.config)
         store = get_store()
-        callbacks = ServiceCallbacks(job_id, attempt, settings, heartbeat)
-        result = train(config, store, callbacks, registry=RetryingRegistry(job_id, attempt, settings),
-                       key_prefix=job_prefix(job_id, attempt),
+        timed = TimedStore(store)
+        callbacks = ServiceCallbacks(job_id, attempt, settings, heartbeat, timed)
+        registry = RetryingRegistry(job_id, attempt, settings, annotate=callbacks.checkpoint_event_data)
+        result = train(config, timed, callbacks, registry=registry, key_prefix=job_prefix(job_id, attempt),
                        s3_client=store.client if is_s3(store) else None)
     except LeaseLost:
         return "lease lost"
