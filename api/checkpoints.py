@@ -7,7 +7,7 @@ holds the job. A row therefore always names a complete object with its size and 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -21,8 +21,11 @@ if TYPE_CHECKING:  # veernet_core imports torch; this module must stay importabl
 
 
 def register_checkpoint(session: Session, job_id: int, attempt: int, ref: CheckpointRef, *,
-                        now: datetime | None = None) -> bool:
-    """Commit an uploaded checkpoint under ``attempt``; False (and an event) if the attempt lost the job."""
+                        now: datetime | None = None, event_data: dict[str, Any] | None = None) -> bool:
+    """Commit an uploaded checkpoint under ``attempt``; False (and an event) if the attempt lost the job.
+
+    ``event_data`` joins the 'checkpoint' event, in the same transaction: the worker's upload time and,
+    at an epoch's end, that epoch's training record (api.history plots it, api.metrics counts it)."""
     now = now or utcnow()
     if locked_running(session, job_id, attempt) is None:
         refuse_write(session, job_id, attempt, "checkpoint registration", {"key": ref.key}, now=now)
@@ -38,7 +41,8 @@ def register_checkpoint(session: Session, job_id: int, attempt: int, ref: Checkp
     row.size, row.sha256, row.metrics, row.is_best, row.created_at = (
         ref.size, ref.sha256, dict(ref.metrics), ref.is_best, now)
     session.add(row)
-    data = {"key": ref.key, "size": ref.size, "sha256": ref.sha256, "global_step": ref.global_step}
+    data = {**(event_data or {}), "key": ref.key, "size": ref.size, "sha256": ref.sha256,
+            "global_step": ref.global_step}
     message = f"epoch {ref.epoch} step {ref.step} committed"
     add_event(session, job_id, attempt, "checkpoint", message, data, now=now)
     return True

@@ -22,7 +22,9 @@ from api.limits import body_limit, body_too_large
 from api.settings import get_settings
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = frozenset({"/healthz", "/livez", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+OPEN_PATHS = frozenset({"/healthz", "/livez", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/"})
+# The dashboard's page and files hold no data: the page asks for a key itself, and sends it with its API calls.
+OPEN_PREFIXES = ("/dashboard/",)
 
 
 def route_path(scope: Scope) -> str:
@@ -57,7 +59,7 @@ class ApiKeyMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or route_path(scope) in OPEN_PATHS:
+        if scope["type"] != "http" or route_path(scope) in OPEN_PATHS or route_path(scope).startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         header = Headers(scope=scope).get("authorization")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -27,12 +28,15 @@ class DbCheckpointRegistry:
     """Checkpoints of one job, written under one attempt; read across all of the job's attempts."""
 
     def __init__(self, job_id: int, attempt: int,
-                 scope: Callable[[], AbstractContextManager[Session]] = session_scope) -> None:
+                 scope: Callable[[], AbstractContextManager[Session]] = session_scope,
+                 annotate: Callable[[CheckpointRef], dict[str, Any]] | None = None) -> None:
         self.job_id, self.attempt, self.scope = job_id, attempt, scope
+        self.annotate = annotate  # what the worker adds to the checkpoint's event (upload time, epoch record)
 
     def commit(self, ref: CheckpointRef) -> bool:
+        extra = self.annotate(ref) if self.annotate else None
         with self.scope() as session:
-            return register_checkpoint(session, self.job_id, self.attempt, ref)
+            return register_checkpoint(session, self.job_id, self.attempt, ref, event_data=extra)
 
     def committed(self) -> list[CheckpointRef]:
         with self.scope() as session:

@@ -203,3 +203,21 @@ class Health(BaseModel):
     status: Literal["ok", "error"]
     checks: dict[str, Literal["ok", "error"]]  # database, broker, store
     errors: dict[str, str]  # what failed, for each check that did
+
+
+class EventPage(BaseModel):
+    items: list[EventOut]  # oldest first
+    total: int
+    limit: int
+    offset: int
+
+
+class EpochRecord(BaseModel):
+    """One committed epoch of a training job: what its loss and IoU curves plot."""
+
+    epoch: int  # epochs done, as in the checkpoint's name
+    global_step: int | None
+    attempt: int  # the attempt that trained and committed it
+    at: datetime
+    train_loss: float | None  # mean over the epoch's steps
+    metrics: dict[str, float]  # validation: iou_<class>, dice_<class>, iou_fg_mean

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, model_validator
@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     # A polled job's status may be served from this process's cache for this long; 0 = always checked.
     status_cache_seconds: float = Field(default=1.0, ge=0)
     expected_workers: int = Field(default=1, ge=1)  # workers per queue, for the expected start of queued jobs
+    # "json": one JSON object per log line, with job_id and attempt while a worker runs a job (api/logs.py).
+    veernet_log_format: Literal["text", "json"] = "text"
 
     # API keys and limits. The admin key sees every tenant; it is a SecretStr so that it never prints.
     veernet_admin_key: SecretStr | None = None  # None or "" = keys off: tenant "local", loopback only

@@ -1,25 +1,59 @@
-"""The training loop's callbacks in the service: progress rows, stop requests, the job's timeline."""
+"""The training loop's callbacks in the service: progress rows, stop requests, the job's timeline.
+
+Each checkpoint's timeline event also carries how long its upload took (``TimedStore``) and, at an
+epoch's end, the epoch's record (train loss, validation IoU and Dice): the job page's curves and the
+metrics' upload histogram are read from there, written in the same transaction as the checkpoint.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
 from api import jobs
 from api.settings import Settings
-from veernet_core.checkpoint import CheckpointRef
+from veernet_core.checkpoint import BlobStore, CheckpointRef
 from veernet_core.progress import Progress, TrainCallbacks
 from worker.runner import PROGRESS_INTERVAL_S, Heartbeat, fenced
 
 log = logging.getLogger(__name__)
 
 
+class TimedStore:
+    """The checkpoint store, timing each upload (``put``) by key; every other call passes through."""
+
+    def __init__(self, store: BlobStore) -> None:
+        self.store = store
+        self.put_seconds: dict[str, float] = {}
+
+    def put(self, key: str, data: bytes) -> None:
+        started = time.monotonic()
+        self.store.put(key, data)
+        self.put_seconds[key] = time.monotonic() - started
+
+    def get(self, key: str) -> bytes:
+        return self.store.get(key)
+
+    def delete(self, key: str) -> None:
+        self.store.delete(key)
+
+    def exists(self, key: str) -> bool:
+        return self.store.exists(key)
+
+    def list(self, prefix: str = "") -> list[str]:
+        return self.store.list(prefix)
+
+
 class ServiceCallbacks(TrainCallbacks):
-    def __init__(self, job_id: int, attempt: int, settings: Settings, heartbeat: Heartbeat) -> None:
+    def __init__(self, job_id: int, attempt: int, settings: Settings, heartbeat: Heartbeat,
+                 store: TimedStore | None = None) -> None:
         self.job_id, self.attempt, self.settings, self.heartbeat = job_id, attempt, settings, heartbeat
+        self.store = store
         self._last_write = 0.0
         self._last_phase = ""
+        self._epoch_record: dict[str, float | None] = {}  # the newest epoch's, as the loop reported it
 
     def _write(self, what: str, write: Any) -> bool:
         if self.heartbeat.lost.is_set():
@@ -30,6 +64,8 @@ class ServiceCallbacks(TrainCallbacks):
         return ok
 
     def on_progress(self, p: Progress) -> None:
+        if p.phase == "checkpoint" and p.step == 0 and p.metrics:  # an epoch ended; its save follows
+            self._epoch_record = {name: value if math.isfinite(value) else None for name, value in p.metrics.items()}
         now = time.monotonic()
         if p.phase == self._last_phase and now - self._last_write < PROGRESS_INTERVAL_S:
             return
@@ -49,6 +85,18 @@ class ServiceCallbacks(TrainCallbacks):
         if self.heartbeat.cancel_requested.is_set():
             return "cancelled"
         return None
+
+    def checkpoint_event_data(self, ref: CheckpointRef) -> dict[str, Any]:
+        """What the checkpoint's event records beside its key and size: the upload time, and at an
+        epoch's end the epoch's record ("epoch" = epochs done, as in the checkpoint)."""
+        data: dict[str, Any] = {}
+        seconds = self.store.put_seconds.get(ref.key) if self.store is not None else None
+        if seconds is not None:
+            data["upload_seconds"] = round(seconds, 6)
+        record = self._epoch_record
+        if ref.step == 0 and record.get("epoch") is not None and int(record["epoch"] or 0) + 1 == ref.epoch:
+            data["history"] = {**record, "epoch": ref.epoch}
+        return data
 
     def on_checkpoint(self, ref: CheckpointRef) -> None:
         log.info("job %s attempt %s: checkpoint %s committed (%d bytes)", self.job_id, self.attempt, ref.key,

@@ -10,14 +10,16 @@ hand a running job's message to a second worker on its own.
 
 from __future__ import annotations
 
+import logging
 from contextlib import suppress
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from kombu import Queue
 
+from api.logs import use_json
 from api.settings import Settings, get_settings
 
 TRAIN_TASK = "veernet.train"
@@ -89,6 +91,14 @@ def _ensure_local_dirs(settings: Settings) -> None:
     for directory in dirs:
         with suppress(OSError):  # a read-only data dir only matters to beat, which then says so itself
             directory.mkdir(parents=True, exist_ok=True)
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _log_format(logger: logging.Logger, **_: Any) -> None:
+    """VEERNET_LOG_FORMAT=json: Celery's own handlers (worker, beat, task loggers) write JSON lines too."""
+    if get_settings().veernet_log_format == "json":
+        use_json(logger)
 
 
 def __getattr__(name: str) -> Celery:

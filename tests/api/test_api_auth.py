@@ -47,7 +47,8 @@ MISSING = 987654
 class Endpoint:
     method: str
     path: str  # {train}, {segment}, {queued}, {checkpoint}: the owner's ids
-    kind: str  # owned: another tenant gets 404; listing; submit; segment (names the owner's model); open
+    kind: str  # owned: another tenant gets 404; listing; submit; segment (names the owner's model); open;
+    # admin: figures across tenants, a tenant's key gets 403
     ok: int = 200
 
     def request(self, world: World, **ids: int) -> dict[str, Any]:
@@ -66,6 +67,8 @@ ENDPOINTS = {
     "GET /jobs/{job_id}": Endpoint("GET", "/jobs/{train}", "owned"),
     "POST /jobs/{job_id}/cancel": Endpoint("POST", "/jobs/{queued}/cancel", "owned"),
     "GET /jobs/{job_id}/checkpoints": Endpoint("GET", "/jobs/{train}/checkpoints", "owned"),
+    "GET /jobs/{job_id}/events": Endpoint("GET", "/jobs/{train}/events", "owned"),
+    "GET /jobs/{job_id}/history": Endpoint("GET", "/jobs/{train}/history", "owned"),
     "GET /checkpoints": Endpoint("GET", "/checkpoints", "listing"),
     "GET /checkpoints/{checkpoint_id}": Endpoint("GET", "/checkpoints/{checkpoint}", "owned"),
     "GET /checkpoints/{checkpoint_id}/download": Endpoint("GET", "/checkpoints/{checkpoint}/download", "owned"),
@@ -81,6 +84,9 @@ ENDPOINTS = {
     "GET /docs/oauth2-redirect": Endpoint("GET", "/docs/oauth2-redirect", "open"),
     "GET /redoc": Endpoint("GET", "/redoc", "open"),
     "GET /openapi.json": Endpoint("GET", "/openapi.json", "open"),
+    "GET /metrics": Endpoint("GET", "/metrics", "admin"),
+    "GET /": Endpoint("GET", "/", "open"),
+    "GET /dashboard/{name}": Endpoint("GET", "/dashboard/app.js", "open"),
 }
 CALLERS = ("no key", "bad key", "revoked key", "other tenant", "own tenant", "admin")
 REFUSED = {"no key", "bad key", "revoked key"}
@@ -140,6 +146,8 @@ def test_auth_matrix(client: TestClient, world: World, admin_key: str, name: str
         assert response.status_code == 401, response.text
         assert response.headers["www-authenticate"].startswith('Bearer realm="veernet"')
         assert "veernet keys create" in response.json()["detail"]
+    elif endpoint.kind == "admin" and caller != "admin":
+        assert response.status_code == 403 and "admin key" in response.json()["detail"], response.text
     elif caller == "other tenant":
         check_other_tenant(client, endpoint, world, response, admin_key)
     else:
@@ -171,6 +179,9 @@ def check_success(name: str, response: httpx.Response, world: World, tenant: str
         "GET /jobs/{job_id}": lambda: body["id"] == world.train_job and body["tenant"] == OWNER,
         "POST /jobs/{job_id}/cancel": lambda: body["status"] == "cancelled",
         "GET /jobs/{job_id}/checkpoints": lambda: [c["id"] for c in body] == [world.checkpoint],
+        "GET /jobs/{job_id}/events": lambda: [e["kind"] for e in body["items"]] == ["queued", "claimed", "checkpoint"],
+        "GET /jobs/{job_id}/history": lambda: body == [],  # build_world's checkpoint carries no epoch record
+        "GET /metrics": lambda: 'veernet_jobs{kind="train",status="running"} 1.0' in response.text,
         "GET /checkpoints": lambda: [c["id"] for c in body["items"]] == [world.checkpoint],
         "GET /checkpoints/{checkpoint_id}": lambda: body["id"] == world.checkpoint,
         "GET /checkpoints/{checkpoint_id}/download": lambda: response.content == world.checkpoint_data,
