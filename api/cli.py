@@ -24,7 +24,11 @@ log = logging.getLogger("api.cli")
 
 
 def _logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Text, or JSON lines with VEERNET_LOG_FORMAT=json (api/logs.py)."""
+    from api.logs import configure
+    from api.settings import get_settings
+
+    configure(level, get_settings().veernet_log_format)
 
 
 @app.command()
@@ -55,8 +59,10 @@ def api(host: str = "127.0.0.1", port: int = 8000,
 
         thread = ReaperThread()
         thread.start()
+    # JSON: no logging config of uvicorn's own, so its lines (access log included) reach the root's JSON handler.
+    json_logs = {"log_config": None} if get_settings().veernet_log_format == "json" else {}
     try:
-        uvicorn.run("api.main:app", host=host, port=port, log_level=loglevel)
+        uvicorn.run("api.main:app", host=host, port=port, log_level=loglevel, **json_logs)
     finally:
         if thread is not None:
             thread.stop()

@@ -88,7 +88,7 @@ def configure(level: str, log_format: str) -> None:
     """The root logger of a `veernet` process: one stderr handler in ``log_format`` at ``level``."""
     handler = logging.StreamHandler()
     handler.setFormatter(formatter(log_format))
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    logging.basicConfig(level=level.upper(), handlers=[handler])  # a no-op where logging is set up already
 
 
 def use_json(*loggers: logging.Logger) -> None:
