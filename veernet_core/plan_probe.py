@@ -1,0 +1,161 @@
+"""The planner's measured inputs on this machine: the device class, and a short throughput probe.
+
+The probe runs the real training code, not a model of it: the run's own dataset (or, for large
+logs, the same synthetic generator at a smaller scale so that a probe step stays around
+``PROBE_STEP_PIXELS`` padded pixels), the real sampler, ``Trainer.train_step`` with collate and
+rendering inside the timing as in ``train()``, a real validation pass and a real checkpoint save
+into a temporary directory. One step is a warm-up whose extra time counts as start-up.
+
+A named GPU memory size with no measured device: its memory model is this machine's probe (CPU,
+float32) unchanged. Autocast keeps some activations in 16 bits, so a GPU with AMP peaks lower than
+this: the budget errs on the side of fitting. ``memory_fraction`` (0.8 by default) is the headroom
+for the CUDA context and allocator fragmentation, as it is in the training loop.
+"""
+
+from __future__ import annotations
+
+import platform
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset, Subset
+
+from veernet_core.checkpoint import LocalStore, SidecarRegistry
+from veernet_core.config import ModelConfig, TrainConfig
+from veernet_core.data import align, pad_collate
+from veernet_core.losses import LossWeights
+from veernet_core.memory import MemoryModel, available_bytes, probe_memory
+from veernet_core.plan import Throughput
+from veernet_core.sampler import BucketBatchSampler
+from veernet_core.synth import SynthDataset
+from veernet_core.train import build_dataset
+from veernet_core.trainer import Trainer, validation_batches
+
+PROBE_STEPS = 3  # timed steps after the warm-up: enough to average, short enough to answer a request
+PROBE_STEP_PIXELS = 2**20  # a probe step's padded pixels at most (about 1 s on one CPU core)
+PROBE_EFFECTIVE_BATCH = 16  # larger effective batches are probed at 16: the rate is per pixel
+
+
+def device_class(device: str | torch.device) -> str:
+    """What a worker reports about its device: the GPU's name, or the CPU's model and thread count."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(device)}"
+    return f"cpu:{_cpu_model()} x{torch.get_num_threads()}"
+
+
+def device_memory_bytes(device: str | torch.device) -> int:
+    """The memory the training loop plans its budget from (free CUDA memory, or physical RAM)."""
+    return available_bytes(device)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def probe_config(config: TrainConfig, sizes: list[tuple[int, int]]) -> TrainConfig:
+    """The config the probe trains: a few steps' worth of the run's images, smaller if steps would be large."""
+    batch = min(config.effective_batch, PROBE_EFFECTIVE_BATCH)
+    mean_px = sum(align(h) * align(w) for h, w in sizes) / len(sizes)
+    scale = config.data.scale
+    if config.data.kind == "synth" and batch * mean_px > PROBE_STEP_PIXELS:
+        scale = max(0.01, scale * (PROBE_STEP_PIXELS / (batch * mean_px)) ** 0.5)
+    images = batch * (PROBE_STEPS + 1)
+    data = replace(config.data, scale=scale, dataset_size=images, val_fraction=0.0)
+    return replace(config, data=data, effective_batch=batch, epochs=1, warmup_steps=0)
+
+
+def probe_throughput(config: TrainConfig, device: str | torch.device, dataset: Dataset[dict[str, Any]],
+                     sizes: list[tuple[int, int]], budget: int, startup_s: float) -> Throughput:
+    """Padded pixels per second of real training steps and a validation pass, and one checkpoint save.
+
+    ``dataset``/``sizes`` are the probe's images (see ``probe_config``); ``startup_s`` is what the caller
+    measured of the start-up the run will repeat (dataset sizes, memory probe).
+    """
+    device = torch.device(device)
+    indices = list(range(len(sizes)))
+    sampler = BucketBatchSampler(dict(enumerate(sizes)), config.effective_batch, budget,
+                                 config.max_physical_batch, config.seed)
+    trainer = Trainer(config, device, sampler, budget,
+                      LossWeights(config.tversky_alpha, config.tversky_beta, config.pixel_loss_weight))
+    steps = sampler.plan(0)[:PROBE_STEPS + 1]
+    times, pixels = [], []
+    for step in steps:
+        t0 = time.perf_counter()
+        trainer.train_step(step, [pad_collate([dataset[i] for i in mb]) for mb in step.micro_batches])
+        times.append(time.perf_counter() - t0)
+        pixels.append(sum(len(mb) * align(max(sizes[i][0] for i in mb)) * align(max(sizes[i][1] for i in mb))
+                          for mb in step.micro_batches))
+    train_rate = sum(pixels[1:]) / sum(times[1:])
+    warmup_extra = max(0.0, times[0] - pixels[0] / train_rate)
+    val_idx = indices[:config.effective_batch]
+    t0 = time.perf_counter()
+    trainer.validate(dataset, val_idx, sizes)
+    val_s = time.perf_counter() - t0
+    val_px = sum(len(b) * align(max(sizes[i][0] for i in b)) * align(max(sizes[i][1] for i in b))
+                 for b in validation_batches(val_idx, sizes, budget, config.max_physical_batch))
+    with tempfile.TemporaryDirectory(prefix="veernet-plan-") as root:
+        store = LocalStore(root)
+        t0 = time.perf_counter()
+        trainer.save(store, SidecarRegistry(store), "", None)
+        checkpoint_s = time.perf_counter() - t0
+    return Throughput(train_rate, val_px / val_s, checkpoint_s, startup_s + warmup_extra,
+                      f"probe: {PROBE_STEPS} training steps after a warm-up on {device_class(device)}")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Everything the planner needs about a run on this machine, measured here."""
+
+    sizes: list[tuple[int, int]]
+    memory: MemoryModel
+    memory_bytes: int
+    device_class: str
+    speed: Throughput | None  # None when the caller did not ask for a throughput probe
+
+
+@lru_cache(maxsize=32)
+def memory_model(model: ModelConfig, device: str) -> MemoryModel:
+    """The training loop's memory probe, once per model config and device in this process."""
+    with torch.random.fork_rng(devices=[]):  # as the loop does: probing must not move the run's RNG
+        return probe_memory(model, device)
+
+
+def measure_here(config: TrainConfig, device: str | torch.device = "cpu",
+                 dataset: Dataset[dict[str, Any]] | None = None, *, throughput: bool = True) -> Measured:
+    """Dataset sizes, the memory model, and (if asked) a throughput probe of `config` on `device` here."""
+    device = torch.device(device)
+    t0 = time.perf_counter()
+    dataset = dataset if dataset is not None else build_dataset(config)
+    sizes = dataset.sizes()  # type: ignore[attr-defined]
+    startup_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    memory = memory_model(config.model, str(device))
+    if not config.pixel_budget:  # the loop probes memory at every start unless the config fixes a budget
+        startup_s += time.perf_counter() - t0
+    memory_bytes = device_memory_bytes(device)
+    speed = None
+    if throughput:
+        budget = config.pixel_budget or memory.pixel_budget(memory_bytes * config.memory_fraction)
+        probe = probe_config(config, sizes)
+        if config.data.kind == "synth":
+            probe_set: Dataset[dict[str, Any]] = SynthDataset(probe.data.dataset_size, probe.data.scale,
+                                                              probe.data.classes, probe.data.seed)
+            probe_sizes = probe_set.sizes()  # type: ignore[attr-defined]
+        else:
+            count = min(len(sizes), probe.data.dataset_size)
+            probe_set, probe_sizes = Subset(dataset, range(count)), sizes[:count]
+        with torch.random.fork_rng(devices=[]):
+            speed = probe_throughput(probe, device, probe_set, probe_sizes, budget, startup_s)
+    return Measured(sizes, memory, memory_bytes, device_class(device), speed)
