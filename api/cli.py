@@ -14,12 +14,14 @@ from typing import Annotated
 
 import typer
 
+from api.cli_client import register as register_client_commands
 from api.processes import parse_gpus, supervise, worker_processes
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 keys = typer.Typer(no_args_is_help=True, help="Create, revoke and list API keys (needed once VEERNET_ADMIN_KEY "
                    "is set). Only a hash of each key is stored.")
 app.add_typer(keys, name="keys")
+register_client_commands(app)  # submit, list, status, watch, ... (api/cli_client.py)
 log = logging.getLogger("api.cli")
 
 
