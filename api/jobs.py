@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [  # checkpoint registration lives in api.checkpoints; re-exported for one import path
     "claim", "create_job", "finish", "forget_checkpoint", "get_job", "heartbeat", "is_cancel_requested",
-    "list_checkpoints", "reap_expired", "record_event", "record_job_failure", "record_progress",
+    "list_checkpoints", "reap_expired", "record_device", "record_event", "record_job_failure", "record_progress",
     "register_checkpoint", "release", "request_cancel", "stale_queued",
 ]
 
@@ -325,4 +325,16 @@ def record_event(session: Session, job_id: int, attempt: int, kind: str, message
         refuse_write(session, job_id, attempt, f"event {kind!r}", now=now)
         return False
     add_event(session, job_id, attempt, kind, message, data, now=now)
+    return True
+
+
+def record_device(session: Session, job_id: int, attempt: int, device_class: str, memory_bytes: int, *,
+                  now: datetime | None = None) -> bool:
+    """The device ``attempt`` trains on (see veernet_core.plan_probe.device_class), fenced like its other writes."""
+    now = now or utcnow()
+    job = locked_running(session, job_id, attempt)
+    if job is None:
+        refuse_write(session, job_id, attempt, "device record", now=now)
+        return False
+    job.device_class, job.device_memory_bytes, job.updated_at = device_class[:200], memory_bytes, now
     return True

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.deps import reject_unknown_query
 from api.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, database_unavailable
-from api.routes import checkpoints, dashboard, health, jobs, metrics, segment, timeline
+from api.routes import checkpoints, dashboard, health, jobs, metrics, plan, segment, timeline
 
 app = FastAPI(
     title="VeerNet job service",
@@ -32,6 +32,7 @@ app.include_router(jobs.router)
 app.include_router(timeline.router)
 app.include_router(checkpoints.router)
 app.include_router(segment.router)
+app.include_router(plan.router)
 app.include_router(health.router)
 app.include_router(metrics.router)
 app.include_router(dashboard.router)  # GET / and /dashboard/*: the web dashboard, outside the OpenAPI schema

@@ -93,6 +93,7 @@ class Job(Base):
         Index(None, "status", "id"),  # listing by status; the queue ahead of a job
         Index(None, "tenant", "status", "id"),  # a tenant's jobs by status; its queued-job cap
         Index(None, "tenant", "id"),  # a tenant's jobs, newest first
+        Index(None, "device_class", "status"),  # the planner: completed jobs of a device class
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -129,6 +130,9 @@ class Job(Base):
     recovery_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     recovering_since: Mapped[datetime | None]
     recovering_from_step: Mapped[int | None]
+    # What the last attempt trained on, recorded at its claim: the planner calibrates per device class.
+    device_class: Mapped[str | None] = mapped_column(String(200))
+    device_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
 
     error: Mapped[str | None] = mapped_column(Text)
     result: Mapped[dict[str, Any] | None]

@@ -155,6 +155,7 @@ def run_training_job(job_id: int) -> str:
 
     try:
         config = TrainConfig.from_dict(job.config)
+        _record_device(job_id, attempt, settings, config.device)
         store = get_store()
         timed = TimedStore(store)
         callbacks = ServiceCallbacks(job_id, attempt, settings, heartbeat, timed)
@@ -171,6 +172,16 @@ def run_training_job(job_id: int) -> str:
     finally:
         heartbeat.stop()
     return _settle(job_id, attempt, settings, result)
+
+
+def _record_device(job_id: int, attempt: int, settings: Settings, device_name: str) -> None:
+    """The device class this attempt trains on, for the planner's calibration by device class."""
+    from veernet_core.plan_probe import device_class, device_memory_bytes
+    from veernet_core.train import resolve_device
+
+    device = resolve_device(device_name)
+    name, memory = device_class(device), device_memory_bytes(device)
+    fenced(job_id, settings, lambda s: jobs.record_device(s, job_id, attempt, name, memory), "device")
 
 
 def _settle(job_id: int, attempt: int, settings: Settings, result: Any) -> str:

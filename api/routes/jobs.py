@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from fastapi.responses import JSONResponse
 
 from api import jobs, limits, queries
 from api.checkpoints import list_checkpoints
@@ -22,6 +23,7 @@ from api.deps import (
 )
 from api.errors import InvalidTransition, JobNotFound
 from api.models import JobStatus
+from api.plan_schemas import PlanBody, PlanOut
 from api.queue import send_job
 from api.schemas import CheckpointOut, ErrorBody, JobCreate, JobDetail, JobPage
 from api.settings import Settings
@@ -32,15 +34,19 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "descrip
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobDetail, responses={
-    **SUBMISSION_ERRORS, 422: {"model": ErrorBody, "description": "Invalid config, one entry per bad field"}})
+    **SUBMISSION_ERRORS, 422: {"model": ErrorBody, "description": "Invalid config, one entry per bad field"},
+    200: {"model": PlanOut, "description": "dry_run=true: the plan of the run (POST /plan's defaults); no job"}})
 def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, principal: PrincipalDep,
-               response: Response) -> JobDetail:
-    """Validate a training config, queue the job, and send it to a worker."""
+               response: Response, dry_run: bool = False) -> Any:
+    """Validate a training config, queue the job, and send it to a worker (dry_run=true: only plan it)."""
+    if dry_run:
+        from api.routes.plan import make_plan
+        return JSONResponse(make_plan(PlanBody(config=body.config), session, settings, principal.tenant))
     try:
         limits.check_submission(session, principal, settings)
     except limits.LimitExceeded as exc:
         raise limit_exceeded(exc) from exc
-    config = _train_config(body, settings, principal.tenant)
+    config = train_config(body.config, settings, principal.tenant)
     job = jobs.create_job(session, body.kind, config.to_dict(), principal.tenant)
     session.commit()  # the row exists before any worker can receive its id
     send_job(job)
@@ -48,13 +54,13 @@ def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, prin
     return queries.job_detail(session, job.id, settings)
 
 
-def _train_config(body: JobCreate, settings: Settings, tenant: str) -> TrainConfig:
+def train_config(raw: dict[str, Any], settings: Settings, tenant: str) -> TrainConfig:
     """The validated config within this service's bounds, or a 422 naming every bad field.
 
     A labelled dataset is named, not located: ``data.manifest_url`` becomes the tenant's own folder.
     """
     try:
-        config = TrainConfig.from_dict(body.config)
+        config = TrainConfig.from_dict(raw)
     except ConfigError as exc:
         raise _invalid({f"config.{name}": message for name, message in exc.errors.items()}) from exc
     errors = limits.train_bound_errors(config, settings)

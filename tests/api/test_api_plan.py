@@ -1,0 +1,136 @@
+"""POST /plan, its chart and POST /jobs?dry_run=true: calibration from completed jobs and their timelines,
+the probe fallback on a fresh fleet, and clear 4xx answers. Real Postgres; the probes are real."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from api import jobs
+from api.db import session_scope
+from api.models import Job, JobEvent, utcnow
+from api.plan import timeline_taxes
+from veernet_core.config import TrainConfig
+from veernet_core.plan import layout, pixel_budget
+from veernet_core.plan_probe import memory_model
+from veernet_core.synth import log_size
+
+TINY_MODEL = {"widths": [4, 4, 8, 8, 8, 16], "transformer_heads": 1, "transformer_ff": 16}
+CONFIG: dict[str, Any] = {"epochs": 2, "effective_batch": 4, "model": TINY_MODEL,
+                          "data": {"dataset_size": 24, "scale": 0.04}}
+GPU = "cuda:Test GPU 24GB"
+
+
+@pytest.fixture(scope="session")
+def database_url(postgres_url: str) -> str:
+    return postgres_url
+
+
+def completed_job(step_time_s: float, recovery: tuple[float, float, float] | None = None) -> int:
+    """A succeeded job of CONFIG on GPU as a worker leaves it; `recovery`: (total lost s, s from resumed to
+    recovered, s the second attempt started after the first claim) for one interruption."""
+    now = utcnow()
+    with session_scope() as session:
+        job_id = jobs.create_job(session, "train", TrainConfig.from_dict(CONFIG).to_dict()).id
+    with session_scope() as session:
+        t0 = now - timedelta(seconds=600)
+        assert jobs.claim(session, job_id, "w1", 60, now=t0) == 1
+        jobs.record_device(session, job_id, 1, GPU, 24 * 2**30, now=t0)
+        job = session.get(Job, job_id)
+        assert job is not None
+        job.status, job.finished_at, job.started_at = "succeeded", now, t0
+        job.step_time_s, job.validation_time_s, job.checkpoint_time_s = step_time_s, 0.5, 0.25
+        if recovery is not None:
+            lost, redone, restart = recovery
+            job.infra_failures, job.recovery_seconds, job.attempt = 1, lost, 2
+            second = t0 + timedelta(seconds=restart)
+            session.add_all([
+                JobEvent(job_id=job_id, attempt=1, kind="requeued", created_at=second - timedelta(seconds=1)),
+                JobEvent(job_id=job_id, attempt=2, kind="claimed", created_at=second),
+                JobEvent(job_id=job_id, attempt=2, kind="resumed", created_at=second + timedelta(seconds=2)),
+                JobEvent(job_id=job_id, attempt=2, kind="recovered", data={"recovery_seconds": lost},
+                         created_at=second + timedelta(seconds=2 + redone))])
+    return job_id
+
+
+def test_a_measured_device_class_is_planned_from_its_completed_jobs_and_timelines(client: Any) -> None:
+    completed_job(2.0, recovery=(50.0, 8.0, 100.0))
+    completed_job(4.0)
+    completed_job(3.0)
+    response = client.post("/plan", json={"config": CONFIG, "device_class": GPU, "window_hours": 1, "probe": False})
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    config = TrainConfig.from_dict(CONFIG)
+    sizes = [log_size(0, i, 0.04) for i in range(24)]
+    budget = pixel_budget(config, memory_model(config.model, "cpu"), 24 * 2**30)
+    lay = layout(config, sizes, budget)
+    px_per_step = lay.train_padded_px / (lay.steps_per_epoch * 2)
+    assert plan["throughput"]["jobs"] == 3 and "succeeded jobs" in plan["throughput"]["source"]
+    assert plan["throughput"]["train_px_per_s"] == pytest.approx(px_per_step / 3.0)  # the median step time
+    assert plan["time"]["step_s"] == pytest.approx(3.0)
+    assert plan["throughput"]["checkpoint_s"] == pytest.approx(0.25)
+    assert plan["interruptions"]["resume_tax_s"] == pytest.approx(50.0 - 8.0)  # lost time minus redone work
+    assert plan["memory"]["device_memory_mb"] == pytest.approx(24 * 1024)
+    hours = 3 * 600 / 3600  # one infrastructure loss in the three jobs' wall-clock
+    assert plan["checkpointing"]["failure_rate_per_h"] == pytest.approx(1 / hours)
+    assert plan["interruptions"]["k"] == pytest.approx(plan["time"]["compute_s"] / 3600 / hours)
+    chart = client.post("/plan/chart.svg", json={"config": CONFIG, "device_class": GPU, "probe": False})
+    assert chart.status_code == 200 and chart.headers["content-type"].startswith("image/svg+xml")
+    assert GPU in chart.text and "window 12 h" in chart.text
+
+
+def test_a_fresh_fleet_falls_back_to_a_probe_and_a_dry_run_creates_no_job(client: Any) -> None:
+    refused = client.post("/plan", json={"config": CONFIG, "probe": False})
+    assert refused.status_code == 409 and refused.json()["detail"][0]["field"] == "probe"
+    response = client.post("/jobs?dry_run=true", json={"config": CONFIG})
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert plan["throughput"]["source"].startswith("probe") and plan["throughput"]["train_px_per_s"] > 0
+    assert plan["device_class"].startswith("cpu:")
+    assert plan["data"]["steps_per_epoch"] == 19 // 4  # 24 logs, 20 % held out
+    assert "estimate" in plan["interruptions"]["resume_tax_source"]
+    assert client.get("/jobs").json()["total"] == 0
+    with session_scope() as session:
+        assert session.scalars(select(Job)).first() is None
+    sized = client.post("/plan", json={"config": CONFIG, "gpu_memory_gb": 0.001, "interruptions": 2,
+                                       "tiers": [{"name": "spot", "eur_per_month": 300}]})
+    assert sized.status_code == 200, sized.text
+    assert sized.json()["memory"]["available_mb"] == pytest.approx(0.8 * 1.024)
+    assert [c["tier"] for c in sized.json()["costs"]][-1] == "spot" and sized.json()["interruptions"]["k"] == 2
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"config": {"epochs": 0}}, "config.epochs"),
+    ({"config": CONFIG, "device_class": "cuda:Nobody's GPU"}, "device_class"),
+    ({"config": CONFIG, "window_hours": -1}, "window_hours"),
+    ({"config": CONFIG, "tiers": [{"name": "x", "eur_per_month": 0}]}, "tiers.0.eur_per_month"),
+    ({"config": CONFIG, "utilisation": 1.5}, "utilisation"),
+])
+def test_bad_requests_name_the_field(client: Any, body: dict[str, Any], field: str) -> None:
+    response = client.post("/plan", json=body)
+    assert response.status_code == 422, response.text
+    assert field in [e["field"] for e in response.json()["detail"]]
+
+
+def test_a_zombie_cannot_record_its_device(running_job: tuple[int, int]) -> None:
+    job_id, attempt = running_job
+    with session_scope() as session:
+        assert not jobs.record_device(session, job_id, attempt + 1, "cpu:zombie", 1)
+        assert jobs.record_device(session, job_id, attempt, "cpu:mine", 2)
+    with session_scope() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and (job.device_class, job.device_memory_bytes) == ("cpu:mine", 2)
+
+
+def test_timeline_taxes_split_a_double_loss_between_its_interruptions() -> None:
+    t = utcnow()
+    events = [JobEvent(attempt=1, kind="claimed", created_at=t),
+              JobEvent(attempt=2, kind="claimed", created_at=t + timedelta(seconds=100)),
+              JobEvent(attempt=3, kind="claimed", created_at=t + timedelta(seconds=200)),
+              JobEvent(attempt=3, kind="resumed", created_at=t + timedelta(seconds=205)),
+              JobEvent(attempt=3, kind="recovered", data={"recovery_seconds": 130.0},
+                       created_at=t + timedelta(seconds=215))]
+    assert timeline_taxes(events) == [pytest.approx(60.0), pytest.approx(60.0)]  # (130 - 10 redone) / 2
