@@ -226,9 +226,10 @@ def segment(
 ) -> None:
     """Digitise a scanned log into curves (the bundled model unless told otherwise), saved as LAS, CSV or JSON."""
     outputs = out or [scan.with_suffix(".las")]
-    formats = [RESULT_FORMATS.get(path.suffix.lower()) for path in outputs]
-    if None in formats:
-        fail(f"--out {outputs[formats.index(None)]}: name a .las, .csv or .json file")
+    for path in outputs:
+        if path.suffix.lower() not in RESULT_FORMATS:
+            fail(f"--out {path}: name a .las, .csv or .json file")
+    formats = [RESULT_FORMATS[path.suffix.lower()] for path in outputs]
     options = segment_options(calibration, well, model_checkpoint, model_job, rotate_portrait)
     with api(url, key) as client:
         with views.Spinner(f"digitising {scan.name}") as spinner:
@@ -247,7 +248,7 @@ def segment(
 def segment_options(calibration: Path, well: str | None, model_checkpoint: int | None, model_job: int | None,
                     rotate_portrait: bool) -> dict[str, Any]:
     loaded = load_mapping(calibration, "calibration file")
-    options = dict(loaded) if "calibration" in loaded else {"calibration": loaded}
+    options: dict[str, Any] = dict(loaded) if "calibration" in loaded else {"calibration": loaded}
     if model_checkpoint is not None and model_job is not None:
         fail("give one of --model-checkpoint or --model-job, not both")
     if model_checkpoint is not None:
