@@ -381,6 +381,7 @@ function segmentPage() {
 function segmentResultPage(id) {
   const state = h("p", { id: "segment-state" });
   const image = h("img", { id: "scan-image", alt: "the scan" });
+  image.addEventListener("load", () => { image.dataset.loaded = "true"; });
   const overlay = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   overlay.id = "trace-svg";
   const depth = h("div", { id: "depth-view" });

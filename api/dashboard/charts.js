@@ -162,7 +162,7 @@ const Charts = (() => {
       el("line", { x1: m.left, x2: width, y1: sy(t), y2: sy(t), class: "grid" }, axis);
       text(axis, m.left - 6, sy(t) + 4, format(t), { "text-anchor": "end" });
     }
-    text(axis, 12, m.top - 14, `depth (${result.depth.unit})`);
+    text(axis, 4, m.top - 2, `depth (${result.depth.unit})`);
     let sampled = 0;
     curves.forEach((curve, k) => {
       const scale = result.calibration.curves[k];
