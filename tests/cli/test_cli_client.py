@@ -8,22 +8,28 @@ import io
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
+import httpx
 import lasio
 import numpy as np
 import pytest
 import yaml
 from conftest import Cli, CliService
 from e2e_jobs import tiny_config
-from e2e_procs import free_port, wait_until
+from e2e_procs import Proc, free_port, wait_until
+from e2e_stack import _answers, api_proc, create_bucket, wait_healthy
 from PIL import Image
 
 from veernet_core.synth import generate
 
 pytestmark = pytest.mark.e2e
+BUCKET = "cli-presign"
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -50,8 +56,40 @@ def submit(cli: Cli, *args: str) -> int:
     return int(match.group(1))
 
 
+@dataclass
+class Presigning:
+    """A second API on the service's database whose checkpoints are in S3 (moto's server) with
+    S3_PRESIGN=true: every download is a 307 to a presigned URL."""
+
+    moto: Proc
+    moto_port: int
+    api: Proc
+    url: str
+    checkpoints: Path  # where the embedded service keeps them, to copy into the bucket
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.moto_port}"
+
+
 @pytest.fixture(scope="module")
-def trained(cli_service: CliService) -> dict[str, Any]:
+def presigning(cli_service: CliService) -> Iterator[Presigning]:
+    """Started (not awaited) before the training, so that both start while the job trains."""
+    logs, moto_port, port = cli_service.stack.logs, free_port(), free_port()
+    moto = Proc("moto", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(moto_port)],
+                cli_service.stack.env, logs / "moto.log").start()
+    env = {**cli_service.stack.env, "CHECKPOINT_URL": f"s3://{BUCKET}/ckpt",
+           "S3_ENDPOINT_URL": f"http://127.0.0.1:{moto_port}", "S3_PRESIGN": "true"}
+    api = api_proc(env, logs / "presign", port).start()
+    try:
+        yield Presigning(moto, moto_port, api, f"http://127.0.0.1:{port}", cli_service.checkpoints)
+    finally:
+        api.stop()
+        moto.kill()
+
+
+@pytest.fixture(scope="module")
+def trained(cli_service: CliService, presigning: Presigning) -> dict[str, Any]:
     """A tiny job submitted from a YAML file plus flags, and `veernet watch` followed to its end.
 
     A long job is queued right behind it, for the cancel test to find running on a warm worker.
@@ -67,7 +105,7 @@ def trained(cli_service: CliService) -> dict[str, Any]:
     long_id = submit(cli, str(long))
     watched = cli("watch", str(job_id), "--interval", "0.2", timeout_s=240)
     return {"id": job_id, "watch": watched, "detail": as_json(cli("status", str(job_id), "--json")),
-            "long": long_id}
+            "checkpoints": as_json(cli("checkpoints", str(job_id), "--json")), "long": long_id}
 
 
 def test_submit_merges_flags_over_the_file_and_watch_follows_to_success(trained: dict[str, Any]) -> None:
@@ -99,7 +137,6 @@ def test_list_and_status_show_the_job(cli_service: CliService, trained: dict[str
     succeeded = as_json(cli("list", "--status", "succeeded", "--json"))
     assert job_id in [job["id"] for job in succeeded["items"]]
     assert all(job["status"] == "succeeded" for job in succeeded["items"])
-    assert job_id not in [job["id"] for job in as_json(cli("list", "--status", "queued", "--json"))["items"]]
     page = as_json(cli("list", "--limit", "1", "--offset", "0", "--json"))
     assert (page["limit"], len(page["items"])) == (1, 1)
 
@@ -137,7 +174,7 @@ def test_checkpoints_and_a_verified_download(cli_service: CliService, trained: d
 @pytest.fixture
 def tampered(cli_service: CliService, trained: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Path]]:
     """The job's first checkpoint with bytes changed in the store (restored afterwards)."""
-    row = as_json(cli_service.cli("checkpoints", str(trained["id"]), "--json"))[0]
+    row = trained["checkpoints"][0]
     stored = cli_service.checkpoints / row["storage_key"]
     original = stored.read_bytes()
     try:
@@ -165,6 +202,40 @@ def test_a_download_that_does_not_match_its_sha256_is_rejected_and_not_kept(
     line = one_error_line(cli("download", str(row["id"]), "-o", str(dest)))
     assert "503" in line and "corrupt" in line, line
     assert not dest.with_name("kept.pt.part").exists()
+
+
+@pytest.fixture
+def presigning_api(presigning: Presigning, trained: dict[str, Any]) -> tuple[str, Any]:
+    """The presigning API up, its bucket holding the trained job's checkpoints; its URL and a boto3 client."""
+    wait_until(lambda: _answers(presigning.moto_port) or not presigning.moto.alive(), 60, "the moto S3 server",
+               diagnose=presigning.moto.tail)
+    create_bucket(presigning.endpoint, BUCKET)
+    s3 = boto3.client("s3", endpoint_url=presigning.endpoint, aws_access_key_id="testing",
+                      aws_secret_access_key="testing", region_name="us-east-1")
+    for row in trained["checkpoints"]:
+        body = (presigning.checkpoints / row["storage_key"]).read_bytes()
+        s3.put_object(Bucket=BUCKET, Key=f"ckpt/{row['storage_key']}", Body=body)
+    wait_healthy(presigning.api, presigning.url)
+    return presigning.url, s3
+
+
+def test_download_follows_a_presigned_redirect_and_still_checks_the_sha256(
+        cli_service: CliService, trained: dict[str, Any], presigning_api: tuple[str, Any]) -> None:
+    cli, (url, s3) = cli_service.cli, presigning_api
+    row = trained["checkpoints"][-1]
+    redirect = httpx.get(f"{url}/checkpoints/{row['id']}/download", follow_redirects=False,
+                         headers={"Authorization": f"Bearer {cli.key}"})
+    assert redirect.status_code == 307 and redirect.headers["location"].startswith("http://127.0.0.1:"), redirect
+
+    ok(cli("download", str(row["id"]), "-o", "presigned.pt", "--url", url))
+    assert hashlib.sha256((cli.cwd / "presigned.pt").read_bytes()).hexdigest() == row["sha256"]
+
+    key = f"ckpt/{row['storage_key']}"
+    body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    s3.put_object(Bucket=BUCKET, Key=key, Body=body[:-1] + bytes([body[-1] ^ 1]))  # same size, one bit off
+    line = one_error_line(cli("download", str(row["id"]), "-o", "tampered.pt", "--url", url))
+    assert "with sha256" in line and "nothing was saved" in line, line
+    assert not (cli.cwd / "tampered.pt").exists() and not (cli.cwd / "tampered.pt.part").exists()
 
 
 def test_cancel_a_queued_and_a_running_job_and_watch_them_end(cli_service: CliService,
