@@ -42,3 +42,22 @@ def test_job_runs_end_to_end_on_the_embedded_default(embedded_stack: Stack) -> N
         return (checkpoints / key).read_bytes()
 
     check_job_runs_to_success(embedded_stack, tiny_config(), stored)
+
+
+def test_make_run_trains_downloads_and_digitises_end_to_end(tmp_path: Path, e2e_dir: Path) -> None:
+    """`make run` is `veernet demo`: the whole product on the embedded default, nothing configured."""
+    import lasio
+
+    data = tmp_path / "data"
+    env = service_env(VEERNET_DATA_DIR=data)  # the defaults users get: no fast leases
+    done = subprocess.run([sys.executable, "-m", "api.cli", "demo", "--port", str(free_port())], env=env,
+                          cwd=code_root(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "succeeded" in out and "sha256 verified" in out, out
+    las_files = list(data.glob("segment-*.las"))
+    assert len(las_files) == 1 and len(list(data.glob("segment-*.csv"))) == 1, out
+    las = lasio.read(str(las_files[0]))
+    assert las.index.size > 100 and len(las.curves) == 3, las.curves  # depth and the scan's two curves
+    errors = [float(line.split("mean error ")[1].split(" %")[0]) for line in out.splitlines() if "mean error" in line]
+    assert len(errors) == 2 and max(errors) < 5.0, out  # the bundled model reads the held-out scan's curves
