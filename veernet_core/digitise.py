@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 CHUNK_COLUMNS = 2048  # run extraction works on column blocks so its temporaries do not grow with width
+CACHED_COLUMNS = 256  # columns whose runs are kept as lists at a time: the tracer looks a few columns ahead
 
 
 class CalibrationError(ValueError):
@@ -263,55 +264,93 @@ class Digitised:
 
 @dataclass
 class _Runs:
-    """Candidate detections of one column: runs of rows at or above the threshold."""
+    """Candidate detections of one column: runs of rows at or above the threshold. Plain lists: the
+    tracer reads a handful of runs per column, where NumPy's cost per call would dominate."""
 
-    lo: np.ndarray  # first row
-    hi: np.ndarray  # last row
-    centre: np.ndarray  # probability-weighted centroid over the run and one row either side
-    confidence: np.ndarray  # peak probability, discounted by the run's spread
-
-
-def column_runs(prob: np.ndarray, threshold: float) -> list[_Runs]:
-    """Runs per column of a (H, W) probability map, computed on column blocks."""
-    out: list[_Runs] = []
-    for start in range(0, prob.shape[1], CHUNK_COLUMNS):
-        out.extend(_block_runs(prob[:, start : start + CHUNK_COLUMNS], threshold))
-    return out
+    lo: list[int]  # first row
+    hi: list[int]  # last row
+    centre: list[float]  # probability-weighted centroid over the run and one row either side
+    confidence: list[float]  # peak probability, discounted by the run's spread
+    f_lo: list[float]  # lo, hi and centre as track fractions (0 at the top border row, 1 at the bottom)
+    f_hi: list[float]
+    f_c: list[float]
 
 
-def _block_runs(prob: np.ndarray, threshold: float) -> list[_Runs]:
-    height, width = prob.shape
+class _RunTable:
+    """The runs of every column of a (H, W) probability map, found on column blocks and kept as flat
+    arrays; a column's runs become lists when the tracer reaches it, and only a few columns' lists
+    are kept, so memory follows the number of runs, not Python objects per run."""
+
+    def __init__(self, prob: np.ndarray, threshold: float, top: float, span: float) -> None:
+        width = prob.shape[1]
+        blocks = [_block_runs(prob[:, start : start + CHUNK_COLUMNS], threshold, start)
+                  for start in range(0, width, CHUNK_COLUMNS)]
+        cols, lo, hi, centre, confidence = (np.concatenate(parts) for parts in zip(*blocks, strict=True))
+        self.bounds = np.searchsorted(cols, np.arange(width + 1)).tolist()
+        self.arrays = (lo, hi, centre, confidence, (lo - top) / span, (hi - top) / span, (centre - top) / span)
+        self.width = width
+        self._cache: dict[int, _Runs] = {}
+        self._chunks: dict[int, tuple[int, list[list[Any]]]] = {}
+
+    def __len__(self) -> int:
+        return self.width
+
+    def __getitem__(self, col: int) -> _Runs:
+        runs = self._cache.get(col)
+        if runs is None:
+            if len(self._cache) > 4 * CACHED_COLUMNS:
+                self._cache = {c: r for c, r in self._cache.items() if c >= col - CACHED_COLUMNS}
+            first, lists = self._lists(col // CACHED_COLUMNS)
+            i, j = self.bounds[col] - first, self.bounds[col + 1] - first
+            runs = self._cache[col] = _Runs(*(values[i:j] for values in lists))
+        return runs
+
+    def _lists(self, chunk: int) -> tuple[int, list[list[Any]]]:
+        """(index of the chunk's first run, its runs as lists) for columns chunk * CACHED_COLUMNS onwards."""
+        if chunk not in self._chunks:
+            if len(self._chunks) >= 2:  # the tracer's column and its look-ahead span at most two chunks
+                del self._chunks[min(self._chunks)]
+            i = self.bounds[chunk * CACHED_COLUMNS]
+            j = self.bounds[min((chunk + 1) * CACHED_COLUMNS, self.width)]
+            self._chunks[chunk] = (i, [a[i:j].tolist() for a in self.arrays])
+        return self._chunks[chunk]
+
+
+def _block_runs(prob: np.ndarray, threshold: float, offset: int) -> tuple[np.ndarray, ...]:
+    """(column, lo, hi, centre, confidence) of every run in a block of columns, ordered by column then row."""
+    height = prob.shape[0]
     on = prob >= threshold
     edges = np.diff(np.pad(on, ((1, 1), (0, 0))).astype(np.int8), axis=0)
     start_row, start_col = np.nonzero(edges == 1)
     stop_row, stop_col = np.nonzero(edges == -1)
     order_a, order_b = np.lexsort((start_row, start_col)), np.lexsort((stop_row, stop_col))
     cols, lo, hi = start_col[order_a], start_row[order_a], stop_row[order_b] - 1
+    if cols.size == 0:
+        empty = np.zeros(0)
+        return cols + offset, lo, hi, empty, empty
     a, b = np.maximum(lo - 1, 0), np.minimum(hi + 1, height - 1)  # one row either side: sub-pixel balance
-    p = np.vstack([np.zeros((1, width)), prob.astype(np.float64)])
-    rows = np.arange(-1, height, dtype=np.float64)[:, None]
-    mass_cum, moment_cum = np.cumsum(p, axis=0), np.cumsum(p * rows, axis=0)
-    mass = mass_cum[b + 1, cols] - mass_cum[a, cols]
-    centre = (moment_cum[b + 1, cols] - moment_cum[a, cols]) / mass
-    second = np.cumsum(p * rows**2, axis=0)
-    spread = np.sqrt(np.maximum((second[b + 1, cols] - second[a, cols]) / mass - centre**2, 0.0))
+    rows, weights, starts = _gather(prob, cols, a, b)
+    mass = np.add.reduceat(weights, starts)
+    centre = np.add.reduceat(weights * rows, starts) / mass
+    deviation = rows - np.repeat(centre, b - a + 1)
+    spread = np.sqrt(np.add.reduceat(weights * deviation**2, starts) / mass)
     peaks = _run_peaks(prob, cols, lo, hi)
     confidence = peaks / (1.0 + np.maximum(spread - 0.5, 0.0))  # a crisp stroke keeps its peak
-    bounds = np.searchsorted(cols, np.arange(width + 1))
-    return [_Runs(lo[i:j], hi[i:j], centre[i:j], confidence[i:j])
-            for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
+    return cols + offset, lo, hi, centre, confidence
+
+
+def _gather(prob: np.ndarray, cols: np.ndarray, first: np.ndarray, last: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows first..last of each run's column, flattened: (row, probability as float64, start of each run)."""
+    length = last - first + 1
+    starts = np.cumsum(length) - length
+    rows = np.repeat(first, length) + (np.arange(int(length.sum())) - np.repeat(starts, length))
+    return rows.astype(np.float64), prob[rows, np.repeat(cols, length)].astype(np.float64), starts
 
 
 def _run_peaks(prob: np.ndarray, cols: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    if cols.size == 0:
-        return np.zeros(0)
-    length = hi - lo + 1
-    index = np.repeat(np.arange(cols.size), length)
-    offsets = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
-    values = prob[np.repeat(lo, length) + offsets, np.repeat(cols, length)]
-    peaks = np.zeros(cols.size)
-    np.maximum.at(peaks, index, values)
-    return peaks
+    _, values, starts = _gather(prob, cols, lo, hi)
+    return np.maximum.reduceat(values, starts)
 
 
 @dataclass
@@ -336,15 +375,19 @@ class _Track:
     def predict(self, col: int, opts: TraceOptions) -> float:
         """Slope of a least-squares line through the last few clean detections (those close together),
         carried on from the last one; without two such detections, the last one."""
-        recent = [(c, u) for c, u in zip(self.cols[-opts.history:], self.us[-opts.history:], strict=True)
-                  if self.cols[-1] - c <= 3 * opts.history]
-        if len(recent) < 2:
+        recent_c: list[int] = []
+        recent_u: list[float] = []
+        for c, u in zip(self.cols[-opts.history:], self.us[-opts.history:], strict=True):
+            if self.cols[-1] - c <= 3 * opts.history:
+                recent_c.append(c)
+                recent_u.append(u)
+        n = len(recent_c)
+        if n < 2:
             return self.us[-1]
-        n = len(recent)
-        mean_c = sum(c for c, _ in recent) / n
-        mean_u = sum(u for _, u in recent) / n
-        spread = sum((c - mean_c) ** 2 for c, _ in recent)
-        slope = sum((c - mean_c) * (u - mean_u) for c, u in recent) / spread
+        mean_c = sum(recent_c) / n
+        mean_u = sum(recent_u) / n
+        spread = sum([(c - mean_c) ** 2 for c in recent_c])
+        slope = sum([(c - mean_c) * (u - mean_u) for c, u in zip(recent_c, recent_u, strict=True)]) / spread
         # From the last detection, not the fitted line: beds make curves step, and a step the line
         # has not caught up with is still where the curve is.
         return self.us[-1] + slope * (col - self.cols[-1])
@@ -376,7 +419,7 @@ class _Tracer:
 
     def __init__(self, prob: np.ndarray, top: float, bottom: float, count: int, opts: TraceOptions) -> None:
         self.prob, self.top, self.span, self.opts = prob, top, bottom - top, opts
-        self.runs = column_runs(prob, opts.threshold)
+        self.runs = _RunTable(prob, opts.threshold, top, self.span)
         width = prob.shape[1]
         self.tracks = [_Track() for _ in range(count)]
         self.u = np.full((count, width), np.nan)
@@ -390,8 +433,7 @@ class _Tracer:
         """Runs within the gate of a track's prediction `p`, on its level or across a track edge."""
         opts, runs = self.opts, self.runs[col]
         gate = opts.gate_px / self.span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
-        f_lo, f_hi, f_c = self.fraction(runs.lo), self.fraction(runs.hi), self.fraction(runs.centre)
-        picks = []
+        picks: list[_Pick] = []
         edge = opts.edge_px / self.span
         # Where the re-entry column fell in a gap, the trace is back in further from the edge.
         entry = edge + opts.gate_per_gap_column * track.gap(col)
@@ -404,27 +446,30 @@ class _Tracer:
                 continue
             # A wrap needs the last run to have reached the edge the trace leaves by; which level a run
             # is then read on is left to the distances, in unwrapped fractions.
-            if shift > track.level:  # out through the bottom edge, back in at the top
-                near = np.full(f_c.shape, out_hi >= shift - entry)
-            elif shift < track.level:  # out through the top edge, back in at the bottom
-                near = np.full(f_c.shape, out_lo <= shift + 1 + entry)
-            else:
-                near = np.ones(f_c.shape, dtype=bool)
-            # A run continues the trace if it is near the prediction or touches the last run
-            # (8-connected, one row of slack): the latter follows kicks the prediction overshoots.
-            to_prediction = np.maximum(0.0, np.maximum(f_lo + shift - p, p - f_hi - shift))
-            distance = to_prediction
-            if track.extent is not None:
-                last_lo, last_hi = track.extent
-                slack = 1.0 / self.span
-                to_last = np.maximum(0.0, np.maximum(f_lo + shift - last_hi, last_lo - f_hi - shift) - slack)
-                distance = np.minimum(to_prediction, to_last)
-            cost = distance + 0.1 * np.abs(f_c + shift - p) + edge * abs(shift - track.level)
-            for r in np.nonzero(near & (distance <= gate))[0]:
-                picks.append(_Pick(int(r), shift, float(cost[r])))
-            for r in np.nonzero(near & (distance > gate) & (distance <= opts.far_gate))[0]:
-                picks.append(_Pick(int(r), shift, 1.0 + float(cost[r]), far=True))
+            if shift > track.level and not out_hi >= shift - entry:  # out through the bottom, in at the top
+                continue
+            if shift < track.level and not out_lo <= shift + 1 + entry:  # out through the top, in at the bottom
+                continue
+            level_cost = edge * abs(shift - track.level)
+            near, far = [], []
+            for r, (f_lo, f_hi, f_c) in enumerate(zip(runs.f_lo, runs.f_hi, runs.f_c, strict=True)):
+                distance = self._distance(track.extent, f_lo, f_hi, shift, p)
+                if distance <= gate:
+                    near.append(_Pick(r, shift, distance + 0.1 * abs(f_c + shift - p) + level_cost))
+                elif distance <= opts.far_gate:
+                    far.append(_Pick(r, shift, 1.0 + (distance + 0.1 * abs(f_c + shift - p) + level_cost), far=True))
+            picks += near + far
         return picks
+
+    def _distance(self, extent: tuple[float, float] | None, f_lo: float, f_hi: float, shift: int, p: float) -> float:
+        """How far a run (fractions f_lo..f_hi, read on level `shift`) is from continuing a trace: it
+        continues it if it is near the prediction `p` or touches the last run (8-connected, one row of
+        slack); the latter follows kicks the prediction overshoots."""
+        to_prediction = max(0.0, max(f_lo + shift - p, p - f_hi - shift))
+        if extent is None:
+            return to_prediction
+        to_last = max(0.0, max(f_lo + shift - extent[1], extent[0] - f_hi - shift) - 1.0 / self.span)
+        return min(to_prediction, to_last)
 
     def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Detections per trace and column: unwrapped fraction (NaN: none), level, confidence."""
@@ -440,7 +485,11 @@ class _Tracer:
         options = {k: self.candidates(self.tracks[k], col, predicted[k]) for k in active}
         best: dict[int, _Pick] = {}
         best_key = (0, 0.0)
-        for combo in _combinations([options[k] for k in active]):
+        if len(active) == 1:  # one trace (a multiclass channel): its cheapest run, as the search below finds
+            combos = [] if not options[active[0]] else [(min(options[active[0]], key=lambda p: p.cost),)]
+        else:
+            combos = _combinations([options[k] for k in active])
+        for combo in combos:
             runs_used = [p.run for p in combo if p is not None]
             if len(set(runs_used)) < len(runs_used):
                 continue
@@ -474,10 +523,8 @@ class _Tracer:
 
     def _record(self, k: int, col: int, pick: _Pick, centre: float | None = None, contested: bool = False) -> None:
         runs = self.runs[col]
-        centre = float(runs.centre[pick.run]) if centre is None else centre
-        u = float(self.fraction(centre)) + pick.shift
-        extent = (float(self.fraction(runs.lo[pick.run])) + pick.shift,
-                  float(self.fraction(runs.hi[pick.run])) + pick.shift)
+        u = (runs.f_c[pick.run] if centre is None else (centre - self.top) / self.span) + pick.shift
+        extent = (runs.f_lo[pick.run] + pick.shift, runs.f_hi[pick.run] + pick.shift)
         self.tracks[k].add(col, u, pick.shift, extent, contested, pick.far, self.opts)
         self.u[k, col], self.level[k, col] = u, pick.shift
         self.conf[k, col] = runs.confidence[pick.run]
@@ -486,7 +533,7 @@ class _Tracer:
         """Centroid of the rows of a shared run nearer this trace's prediction than the others'
         (fractions on the run's own level): two curves crossing pull neither centre off."""
         runs = self.runs[col]
-        lo, hi = int(runs.lo[pick.run]), int(runs.hi[pick.run])
+        lo, hi = runs.lo[pick.run], runs.hi[pick.run]
         rows = np.arange(max(lo - 1, 0), min(hi + 2, self.prob.shape[0]))
         f = self.fraction(rows)
         nearest = np.ones(rows.shape, dtype=bool)
@@ -495,7 +542,7 @@ class _Tracer:
                 nearest &= np.abs(f - mine) <= np.abs(f - other)
         weights = self.prob[rows, col].astype(np.float64) * nearest
         if weights.sum() <= 1e-6:
-            return float(runs.centre[pick.run])
+            return runs.centre[pick.run]
         return float((weights * rows).sum() / weights.sum())
 
     def _births(self, col: int, idle: list[int], claimed: dict[int, _Pick]) -> None:
@@ -507,13 +554,12 @@ class _Tracer:
         near_active = [float(self.u[k, col]) for k in claimed]
         exclusion = self.opts.gate_px / self.span
         fresh = []
-        for r in range(runs.centre.size):
-            f = float(self.fraction(runs.centre[r]))
+        for r, f in enumerate(runs.f_c):
             if r in taken or any(abs(f - (u - math.floor(u))) <= exclusion for u in near_active):
                 continue
             if self._confirmed(col, r):
                 fresh.append((f, r))
-        fresh.sort(key=lambda item: -float(runs.confidence[item[1]]))  # the surest run starts first
+        fresh.sort(key=lambda item: -runs.confidence[item[1]])  # the surest run starts first
         for f, r in fresh:
             if not idle:
                 return
@@ -527,19 +573,19 @@ class _Tracer:
         does not; a dashed curve does). A run continues another if its centre is near, or, in the next
         column, if it touches it (8-connected, as in tracking): a steep stretch is one stroke too."""
         runs = self.runs[col]
-        centre, lo, hi = float(runs.centre[run]), int(runs.lo[run]), int(runs.hi[run])
+        centre, lo, hi = runs.centre[run], runs.lo[run], runs.hi[run]
         found, last = 0, col
         for c in range(col + 1, min(col + 1 + 2 * self.opts.confirm, len(self.runs))):
             runs = self.runs[c]
-            reach = self.opts.gate_px + self.opts.gate_per_gap_column * self.span * (c - last - 1) \
-                + (runs.hi - runs.lo) / 2
-            distance = np.abs(runs.centre - centre)
-            near = distance <= reach
-            if c == last + 1:
-                near |= (runs.lo <= hi + 1) & (runs.hi >= lo - 1)
-            if near.any():
-                pick = int(np.flatnonzero(near)[np.argmin(distance[near])])
-                centre, lo, hi = float(runs.centre[pick]), int(runs.lo[pick]), int(runs.hi[pick])
+            reach = self.opts.gate_px + self.opts.gate_per_gap_column * self.span * (c - last - 1)
+            pick, nearest = -1, math.inf
+            for r, (r_lo, r_hi, r_centre) in enumerate(zip(runs.lo, runs.hi, runs.centre, strict=True)):
+                distance = abs(r_centre - centre)
+                near = distance <= reach + (r_hi - r_lo) / 2 or (c == last + 1 and r_lo <= hi + 1 and r_hi >= lo - 1)
+                if near and distance < nearest:
+                    pick, nearest = r, distance
+            if pick >= 0:
+                centre, lo, hi = runs.centre[pick], runs.lo[pick], runs.hi[pick]
                 found, last = found + 1, c
                 if found >= self.opts.confirm:
                     return True
@@ -596,17 +642,22 @@ def _relevel(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.nd
     states = (-1, 0, 1)
     f = fraction[cols].tolist()
     cost = [level_cost * abs(s) for s in states]
-    back: list[list[int]] = []
+    spans = np.diff(cols).tolist()
+    back: list[tuple[int, int, int]] = []
     for i in range(1, len(f)):
-        span = int(cols[i] - cols[i - 1])
-        step, came = [], []
-        for s in states:
-            options = [cost[j] + abs(f[i] + s - f[i - 1] - states[j]) for j in range(3)]
-            j = min(range(3), key=options.__getitem__)
-            step.append(options[j] + level_cost * abs(s) * span)
-            came.append(j)
+        came = [0, 0, 0]
+        step = [0.0, 0.0, 0.0]
+        for n, s in enumerate(states):
+            moved = f[i] + s - f[i - 1]
+            j, best = 0, cost[0] + abs(moved - states[0])  # the cheapest previous state, the first on ties
+            for m in (1, 2):
+                option = cost[m] + abs(moved - states[m])
+                if option < best:
+                    j, best = m, option
+            step[n] = best + level_cost * abs(s) * spans[i - 1]
+            came[n] = j
         cost = step
-        back.append(came)
+        back.append((came[0], came[1], came[2]))
     j = min(range(3), key=cost.__getitem__)
     chosen = [j]
     for came in reversed(back):
