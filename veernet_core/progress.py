@@ -23,7 +23,7 @@ class Progress:
     lr: float
     images_per_s: float
     step_time_s: float  # moving average, warm-up excluded; 0 until measured
-    validate_time_s: float  # last measured validation pass
+    validate_time_s: float  # last measured validation pass; before the first, its expected cost
     checkpoint_time_s: float  # last measured checkpoint save
     elapsed_s: float
     eta_s: float | None  # None until a step time is measured
@@ -31,6 +31,14 @@ class Progress:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+FORWARD_SHARE = 1 / 3  # a forward pass is about a third of a training step's forward + backward FLOPs
+
+
+def expected_validation_s(val_images: int, step_time_s: float, images_per_step: int) -> float:
+    """A validation pass not yet timed, from the training step time: forward only, on val_images."""
+    return val_images / max(images_per_step, 1) * step_time_s * FORWARD_SHARE
 
 
 def estimate_eta(remaining_steps: int, step_time_s: float, remaining_validations: int,

@@ -29,7 +29,7 @@ from veernet_core.config import TrainConfig
 from veernet_core.data import pad_collate, split_indices
 from veernet_core.losses import LossWeights
 from veernet_core.memory import available_bytes, probe_memory
-from veernet_core.progress import Progress, StepTimer, TrainCallbacks, estimate_eta
+from veernet_core.progress import Progress, StepTimer, TrainCallbacks, estimate_eta, expected_validation_s
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.trainer import Trainer
 
@@ -140,12 +140,14 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
         remaining = total_steps - trainer.global_step
         epochs_left = config.epochs - trainer.epoch
         validations = math.ceil(epochs_left / config.validate_every_epochs)
+        # Before the first validation its cost is expected from the step time, not taken as zero.
+        validate_s = trainer.validate_time_s or expected_validation_s(len(val_idx), timer.average,
+                                                                       config.effective_batch)
         callbacks.on_progress(Progress(
             phase, trainer.epoch, config.epochs, trainer.step, steps_per_epoch, trainer.global_step,
             total_steps, loss, trainer.current_lr(), images_per_s, timer.average,
-            trainer.validate_time_s, trainer.checkpoint_time_s, time.monotonic() - started,
-            estimate_eta(remaining, timer.average, validations, trainer.validate_time_s,
-                         epochs_left, trainer.checkpoint_time_s),
+            validate_s, trainer.checkpoint_time_s, time.monotonic() - started,
+            estimate_eta(remaining, timer.average, validations, validate_s, epochs_left, trainer.checkpoint_time_s),
             trainer.history[-1] if trainer.history else {}))
 
     def save(metrics: dict[str, float] | None = None) -> bool:
