@@ -2,8 +2,8 @@
 
 The service is what `veernet api --reaper` and `veernet worker --cpu [--queue segment]` run, on
 SQLite, the embedded broker and a local checkpoint directory, with API keys required
-(VEERNET_ADMIN_KEY set) and a tenant key made by `veernet keys create`. The commands under test
-run as subprocesses of the installed `veernet` script, on the same snapshot of the code.
+(VEERNET_ADMIN_KEY set) and a tenant key made as `veernet keys create` makes one. The commands
+under test run as subprocesses of the installed `veernet` script, on the same snapshot of the code.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))  # the e2e stack helpers, reused
 
-from e2e_procs import FAST_LEASES, code_root, free_port, service_env, snapshot_code  # noqa: E402
+from e2e_procs import FAST_LEASES, free_port, service_env, snapshot_code  # noqa: E402
 from e2e_stack import Stack, api_proc, start_workers, wait_healthy, worker_proc  # noqa: E402
+
+from api import auth, db  # noqa: E402
 
 VEERNET = str(Path(sys.executable).with_name("veernet"))
 CLIENT_ENV = ("VEERNET_URL", "VEERNET_API_KEY")
@@ -63,25 +65,28 @@ def cli_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliService
     env = service_env(VEERNET_DATA_DIR=data, VEERNET_ADMIN_KEY=admin_key, MAX_JOB_FAILURES=1, **FAST_LEASES)
     for name in CLIENT_ENV:
         env.pop(name, None)
-    subprocess.run([VEERNET, "migrate"], env=env, cwd=code_root(), check=True, timeout=120, capture_output=True)
-    created = subprocess.run([VEERNET, "keys", "create", "--tenant", "cli-tests"], env=env, cwd=code_root(),
-                             check=True, timeout=60, capture_output=True, text=True)
-    port = free_port()
-    stack = Stack(env=env, logs=root, database_url=f"sqlite:///{data / 'veernet.db'}",
-                  broker_url=f"sqla+sqlite:///{data / 'broker.db'}", api_url=f"http://127.0.0.1:{port}",
-                  api=api_proc(env, root, port, reaper=True), reaper=None,
+    port, database_url = free_port(), f"sqlite:///{data / 'veernet.db'}"
+    stack = Stack(env=env, logs=root, database_url=database_url, broker_url=f"sqla+sqlite:///{data / 'broker.db'}",
+                  api_url=f"http://127.0.0.1:{port}", api=api_proc(env, root, port, reaper=True), reaper=None,
                   workers=[worker_proc("train-cli", env, root), worker_proc("segment-cli", env, root, "segment")])
     try:
+        for worker in stack.workers:  # they touch no job table until a job comes: start them while we migrate
+            worker.start()
+        data.mkdir(parents=True, exist_ok=True)
+        db.migrate(database_url)
+        with db.session_scope(database_url) as session:  # as `veernet keys create --tenant cli-tests` does
+            _row, key = auth.create_key(session, "cli-tests", "tests/cli")
         stack.api.start()
         start_workers(stack.workers)
         wait_healthy(stack.api, stack.api_url)
         client_env = {k: v for k, v in env.items() if k != "VEERNET_ADMIN_KEY"} | {"COLUMNS": "200"}
         work = root / "work"
         work.mkdir()
-        cli = Cli(stack.api_url, created.stdout.strip(), work, client_env)
+        cli = Cli(stack.api_url, key, work, client_env)
         yield CliService(stack, cli, admin_key, data / "checkpoints")
     finally:
         stop_together(stack)
+        db.dispose_engines()
 
 
 def stop_together(stack: Stack) -> None:

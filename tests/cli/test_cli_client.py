@@ -92,7 +92,7 @@ def presigning(cli_service: CliService) -> Iterator[Presigning]:
 def trained(cli_service: CliService, presigning: Presigning) -> dict[str, Any]:
     """A tiny job submitted from a YAML file plus flags, and `veernet watch` followed to its end.
 
-    A long job is queued right behind it, for the cancel test to find running on a warm worker.
+    long.json, a tiny model's config with many epochs, is left for the tests that need a job that keeps going.
     """
     cli = cli_service.cli
     config = tiny_config(epochs=5)  # the flag below wins: 2 epochs
@@ -102,10 +102,9 @@ def trained(cli_service: CliService, presigning: Presigning) -> dict[str, Any]:
     job_id = submit(cli, str(path), "--epochs", "2", "--dataset-size", "24")
     long = cli.cwd / "long.json"
     long.write_text(json.dumps(tiny_config(epochs=50)))
-    long_id = submit(cli, str(long))
     watched = cli("watch", str(job_id), "--interval", "0.2", timeout_s=240)
     return {"id": job_id, "watch": watched, "detail": as_json(cli("status", str(job_id), "--json")),
-            "checkpoints": as_json(cli("checkpoints", str(job_id), "--json")), "long": long_id}
+            "checkpoints": as_json(cli("checkpoints", str(job_id), "--json"))}
 
 
 def test_submit_merges_flags_over_the_file_and_watch_follows_to_success(trained: dict[str, Any]) -> None:
@@ -240,7 +239,8 @@ def test_download_follows_a_presigned_redirect_and_still_checks_the_sha256(
 
 def test_cancel_a_queued_and_a_running_job_and_watch_them_end(cli_service: CliService,
                                                               trained: dict[str, Any]) -> None:
-    cli, running = cli_service.cli, trained["long"]
+    cli = cli_service.cli
+    running = submit(cli, str(cli.cwd / "long.json"))
     wait_until(lambda: as_json(cli("status", str(running), "--json"))["status"] == "running", 60,
                f"job {running} to start")
     queued = submit(cli, str(cli.cwd / "long.json"), "--epochs", "1")  # behind the running job: one train worker
@@ -258,13 +258,14 @@ def test_cancel_a_queued_and_a_running_job_and_watch_them_end(cli_service: CliSe
     assert "409 Conflict from POST /jobs/" in line, line
 
 
-def test_watch_a_failing_job_exits_non_zero_with_its_error(cli_service: CliService, trained: dict[str, Any]) -> None:
+def test_submit_and_watch_a_failing_job_exits_non_zero_with_its_error(cli_service: CliService,
+                                                                      trained: dict[str, Any]) -> None:
     cli = cli_service.cli
-    submitted = ok(cli("submit", str(cli.cwd / "long.json"), "--set", "data.kind=manifest", "--set",
-                       "data.manifest_url=no-such-dataset", "--json"))
-    job_id = json.loads(submitted)["id"]
-    watched = cli("watch", str(job_id), "--interval", "0.2", timeout_s=120)
+    watched = cli("submit", str(cli.cwd / "long.json"), "--set", "data.kind=manifest", "--set",
+                  "data.manifest_url=no-such-dataset", "--watch", timeout_s=120)
     assert watched.returncode == 3, f"{watched.stdout}\n{watched.stderr}"
+    job_id = int(re.findall(r"^submitted job (\d+) ", watched.stdout)[0])
+    assert watched.stdout.splitlines()[-1].startswith(f"job {job_id} failed: attempt 1, "), watched.stdout
     assert watched.stderr.startswith(f"job {job_id} failed: ") and "no-such-dataset" in watched.stderr
 
 
@@ -285,10 +286,12 @@ def test_segment_a_scan_into_las_and_csv(cli_service: CliService) -> None:
     cli = cli_service.cli
     scan, calibration, log = synthetic_scan(cli.cwd)
     result = cli("segment", str(scan), "--calibration", str(calibration), "--well", "SYNTH-CLI", "-o", "log.las",
-                 "-o", "log.csv", timeout_s=240)
+                 "-o", "log.csv", "-o", "log.json", timeout_s=240)
     said = ok(result).splitlines()
-    assert re.fullmatch(r"wrote log\.las \(LAS, \d+ bytes\) from segment job \d+", said[0]), said
-    assert re.fullmatch(r"wrote log\.csv \(CSV, \d+ bytes\) from segment job \d+", said[1]), said
+    for line, name in zip(said, ["las", "csv", "json"], strict=True):
+        assert re.fullmatch(rf"wrote log\.{name} \({name.upper()}, \d+ bytes\) from segment job \d+", line), said
+    curves = json.loads((cli.cwd / "log.json").read_text())["curves"]
+    assert [curve["mnemonic"] for curve in curves] == [c.scale.mnemonic for c in log.curves]
 
     las = lasio.read(str(cli.cwd / "log.las"))
     truth = log.curves[0]
