@@ -135,5 +135,6 @@ def test_chart_draws_the_bar_to_scale_and_the_window_line() -> None:
     assert total == pytest.approx(plan["interruptions"]["finish_s"] / 3600 * (WIDTH - LEFT - RIGHT) / span_h, rel=1e-3)
     window = [line for line in root.iter(f"{ns}line") if line.get("stroke-dasharray")]
     assert len(window) == 1
-    assert float(window[0].get("x1", 0)) == pytest.approx(LEFT + (60 / 3600) * (WIDTH - LEFT - RIGHT) / span_h, abs=0.01)
+    expected_x = LEFT + (60 / 3600) * (WIDTH - LEFT - RIGHT) / span_h
+    assert float(window[0].get("x1", 0)) == pytest.approx(expected_x, abs=0.01)
     assert "does NOT fit" in render_svg(plan)
