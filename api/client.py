@@ -57,8 +57,10 @@ class VeerNetClient:
                  transport: httpx.BaseTransport | None = None) -> None:
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        # httpx drops Authorization on a redirect to another origin (a presigned S3 URL must not get it).
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s, transport=transport)
+        try:  # httpx drops Authorization on a redirect to another origin (a presigned S3 URL must not get it)
+            self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s, transport=transport)
+        except httpx.InvalidURL as exc:
+            raise ApiError(f"{url!r} is not a usable API URL ({exc}); give one like {DEFAULT_URL}") from exc
 
     def __enter__(self) -> VeerNetClient:
         return self
@@ -84,9 +86,9 @@ class VeerNetClient:
         except httpx.TimeoutException as exc:
             raise ApiError(f"{method} {self.url}{path} timed out ({type(exc).__name__}); the API may be "
                            "overloaded, retry") from exc
-        except httpx.TransportError as exc:
-            raise ApiError(f"cannot reach the VeerNet API at {self.url}: {exc or type(exc).__name__}; start it "
-                           "with `veernet up`, or point --url / VEERNET_URL at it") from exc
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            raise ApiError(f"cannot reach the VeerNet API at {self.url}: {str(exc).rstrip('.') or type(exc).__name__}; "
+                           "start it with `veernet up`, or point --url / VEERNET_URL at it") from exc
 
     # Jobs
 
@@ -144,13 +146,16 @@ class VeerNetClient:
         row = self.checkpoint(checkpoint_id)
         part = dest.with_name(dest.name + ".part")
         try:
-            digest, size = self._stream_to(f"/checkpoints/{checkpoint_id}/download", part, row, on_bytes)
-            if size != row["size"] or digest != row["sha256"]:
-                raise ChecksumMismatch(f"checkpoint {checkpoint_id} downloaded as {size} bytes with sha256 "
-                                       f"{digest}, but {row['size']} bytes with sha256 {row['sha256']} were "
-                                       "registered: the stored file is corrupt or was changed; nothing was "
-                                       "saved. Try another checkpoint of the job")
-            os.replace(part, dest)
+            try:
+                digest, size = self._stream_to(f"/checkpoints/{checkpoint_id}/download", part, row, on_bytes)
+                if size != row["size"] or digest != row["sha256"]:
+                    raise ChecksumMismatch(f"checkpoint {checkpoint_id} downloaded as {size} bytes with sha256 "
+                                           f"{digest}, but {row['size']} bytes with sha256 {row['sha256']} were "
+                                           "registered: the stored file is corrupt or was changed; nothing was "
+                                           "saved. Try another checkpoint of the job")
+                os.replace(part, dest)
+            except OSError as exc:
+                raise ApiError(f"cannot save checkpoint {checkpoint_id} as {dest}: {exc.strerror or exc}") from exc
         except BaseException:
             part.unlink(missing_ok=True)
             raise

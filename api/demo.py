@@ -8,18 +8,17 @@ compares the curves with the scan's known truth, and says where everything is.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-import httpx
-
+from api.cli_views import describe
+from api.client import ApiError, VeerNetClient
 from api.settings import get_settings, redact_url
 
 DEMO_CONFIG: dict[str, Any] = {
@@ -37,62 +36,37 @@ DEMO_SCAN = {"seed": 424242, "index": 3, "scale": 0.1, "classes": 3}
 SEGMENT_WAIT_S = 120.0
 
 
-def _wait_healthy(client: httpx.Client, stack: subprocess.Popen[bytes]) -> None:
+def _wait_healthy(client: VeerNetClient, stack: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if stack.poll() is not None:
-            raise RuntimeError(f"the service exited with {stack.returncode} while starting; see its log above")
+            raise ApiError(f"the service exited with {stack.returncode} while starting; see its log above")
         try:
-            if client.get("/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the service was not healthy within {START_TIMEOUT_S:.0f} s")
+            client.health()
+            return
+        except ApiError:
+            time.sleep(0.5)
+    raise ApiError(f"the service was not healthy within {START_TIMEOUT_S:.0f} s")
 
 
-def _describe(job: dict[str, Any]) -> str:
-    progress = job.get("progress") or {}
-    eta = job.get("eta") or {}
-    parts = [f"job {job['id']} {job['status']}", f"attempt {job.get('attempt', 0)}"]
-    if progress.get("total_steps"):
-        parts.append(f"epoch {min((progress.get('epoch') or 0) + 1, DEMO_CONFIG['epochs'])}/{DEMO_CONFIG['epochs']}"
-                     f" step {progress.get('global_step') or 0}/{progress['total_steps']}")
-    if progress.get("loss") is not None:
-        parts.append(f"loss {progress['loss']:.4f}")
-    if progress.get("images_per_s"):
-        parts.append(f"{progress['images_per_s']:.1f} img/s")
-    if eta.get("seconds") is not None:
-        at = str(eta.get("at") or "?")[11:19]
-        parts.append(f"ETA {eta['seconds']:.0f} s (at {at} UTC)")
-    return ", ".join(parts)
+def _follow(client: VeerNetClient, job_id: int) -> dict[str, Any]:
+    """Poll the job to its end, printing a line when it moves (and at least every 10 s)."""
+    last: list[Any] = [None, 0.0]  # the state last printed, and when
 
-
-def _follow(client: httpx.Client, job_id: int) -> dict[str, Any]:
-    deadline, last, printed_at = time.monotonic() + JOB_TIMEOUT_S, None, 0.0
-    while time.monotonic() < deadline:
-        job = client.get(f"/jobs/{job_id}").raise_for_status().json()
+    def show(job: dict[str, Any]) -> None:
         state = (job["status"], job["attempt"], job["progress"].get("global_step"))
-        if state != last or time.monotonic() - printed_at > 10:
-            print(f"  {datetime.now(UTC):%H:%M:%S}  {_describe(job)}", flush=True)
-            last, printed_at = state, time.monotonic()
-        if job["status"] in ("succeeded", "failed", "cancelled"):
-            return dict(job)
-        time.sleep(1.0)
-    raise RuntimeError(f"job {job_id} did not finish within {JOB_TIMEOUT_S:.0f} s")
+        if state != last[0] or time.monotonic() - last[1] > 10:
+            print(f"  {datetime.now(UTC):%H:%M:%S}  {describe(job)}", flush=True)
+            last[:] = [state, time.monotonic()]
+
+    return client.wait(job_id, show, interval_s=1.0, timeout_s=JOB_TIMEOUT_S)
 
 
-def _download(client: httpx.Client, job_id: int, out_dir: str) -> tuple[dict[str, Any], str]:
-    checkpoints = client.get(f"/jobs/{job_id}/checkpoints").raise_for_status().json()
-    newest = max(checkpoints, key=lambda c: c["global_step"])
-    response = client.get(f"/checkpoints/{newest['id']}/download", follow_redirects=True).raise_for_status()
-    digest = hashlib.sha256(response.content).hexdigest()
-    if digest != newest["sha256"] or digest != response.headers.get("x-checksum-sha256", digest):
-        raise RuntimeError(f"checkpoint {newest['id']} downloaded with sha256 {digest}, registered {newest['sha256']}")
-    path = os.path.join(out_dir, f"job-{job_id}-checkpoint-{newest['id']}.pt")
-    with open(path, "wb") as handle:
-        handle.write(response.content)
-    return newest, path
+def _download(client: VeerNetClient, job_id: int, out_dir: str) -> tuple[dict[str, Any], str]:
+    """The newest checkpoint, saved only once its size and sha256 match the registered ones."""
+    newest = max(client.checkpoints(job_id), key=lambda c: c["global_step"])
+    path = Path(out_dir) / f"job-{job_id}-checkpoint-{newest['id']}.pt"
+    return client.download(newest["id"], path), str(path)
 
 
 def run_demo(port: int, keep: bool) -> int:
@@ -103,12 +77,10 @@ def run_demo(port: int, keep: bool) -> int:
     started = time.monotonic()
     try:
         admin_key = settings.veernet_admin_key  # keys on: the demo acts as the admin
-        headers = {"Authorization": f"Bearer {admin_key.get_secret_value()}"} if admin_key else {}
-        with httpx.Client(base_url=base, timeout=30.0, headers=headers) as client:
+        with VeerNetClient(base, admin_key.get_secret_value() if admin_key else None) as client:
             _wait_healthy(client, stack)
-            response = client.post("/jobs", json={"kind": "train", "config": DEMO_CONFIG}).raise_for_status()
-            job_id = int(response.json()["id"])
-            print(f"submitted job {job_id}: POST /jobs -> {response.status_code}, {response.headers['location']}")
+            job_id = int(client.submit(DEMO_CONFIG)["id"])
+            print(f"submitted job {job_id} (POST /jobs); it is at {base}/jobs/{job_id}", flush=True)
             job = _follow(client, job_id)
             if job["status"] != "succeeded":
                 print(f"job {job_id} ended {job['status']}: {job.get('error')}", file=sys.stderr)
@@ -119,6 +91,9 @@ def run_demo(port: int, keep: bool) -> int:
             scan = _digitise(client, str(settings.veernet_data_dir))
         _report(base, settings, job, checkpoint, path, scan, time.monotonic() - started)
         return 0
+    except ApiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         if keep:
             print(f"the service keeps running (pid {stack.pid}); stop it with: kill {stack.pid}")
@@ -127,31 +102,23 @@ def run_demo(port: int, keep: bool) -> int:
             stack.wait(timeout=60)
 
 
-def _digitise(client: httpx.Client, out_dir: str) -> dict[str, Any]:
+def _digitise(client: VeerNetClient, out_dir: str) -> dict[str, Any]:
     """Digitise a synthetic scan with the bundled model; save its LAS and CSV; measure it against the truth."""
-    import io
-
     from PIL import Image
 
     from veernet_core.synth import generate
 
     log = generate(DEMO_SCAN["seed"], DEMO_SCAN["index"], DEMO_SCAN["scale"], DEMO_SCAN["classes"])
-    png = io.BytesIO()
-    Image.fromarray(log.image).save(png, format="PNG")
+    scan = Path(out_dir) / "demo-scan.png"
+    Image.fromarray(log.image).save(scan, format="PNG")
     options = {"calibration": log.calibration(), "model": "bundled"}
-    response = client.post("/segment", params={"wait": "true", "timeout": SEGMENT_WAIT_S},
-                           files={"file": ("demo-scan.png", png.getvalue(), "image/png")},
-                           data={"options": json.dumps(options)}, timeout=SEGMENT_WAIT_S + 30)
-    if response.status_code != 200:
-        raise RuntimeError(f"POST /segment answered {response.status_code}: {response.text[:300]}")
-    job_id = int(response.headers["location"].rsplit("/", 1)[1])
-    result = response.json()
+    job_id, result = client.segment(scan, options, SEGMENT_WAIT_S)
+    if result is None:
+        raise ApiError(f"segment job {job_id} did not finish within {SEGMENT_WAIT_S:.0f} s")
     paths = {}
     for suffix in ("las", "csv"):
-        body = client.get(f"/jobs/{job_id}/result.{suffix}").raise_for_status().content
         paths[suffix] = os.path.join(out_dir, f"segment-{job_id}.{suffix}")
-        with open(paths[suffix], "wb") as handle:
-            handle.write(body)
+        Path(paths[suffix]).write_bytes(client.result(job_id, suffix))
     return {"job_id": job_id, "size": log.image.shape, "paths": paths, "curves": _against_truth(log, result)}
 
 

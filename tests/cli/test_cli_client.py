@@ -317,8 +317,9 @@ def test_segment_a_scan_into_las_and_csv(cli_service: CliService) -> None:
 
 
 @pytest.mark.parametrize("case", ["bad key", "unknown job", "bad config", "bad --set", "no API", "missing config",
-                                  "broken YAML", "missing scan", "unknown checkpoint", "bad out"])
-def test_errors_are_one_line(cli_service: CliService, tmp_path: Path, case: str) -> None:
+                                  "broken YAML", "missing scan", "unknown checkpoint", "bad out", "bad URL",
+                                  "unwritable download"])
+def test_errors_are_one_line(cli_service: CliService, trained: dict[str, Any], tmp_path: Path, case: str) -> None:
     cli = cli_service.cli
     (tmp_path / "broken.yaml").write_text("epochs: [2\n")
     (tmp_path / "calibration.json").write_text(json.dumps({"depth": {"top": 0, "bottom": 10, "unit": "m"}}))
@@ -334,6 +335,9 @@ def test_errors_are_one_line(cli_service: CliService, tmp_path: Path, case: str)
                          "cannot read the scan"),
         "unknown checkpoint": (["download", "987654"], "404 Not Found from GET /checkpoints/987654"),
         "bad out": (["segment", "x.png", "--calibration", "c.json", "-o", "x.txt"], "name a .las, .csv or .json"),
+        "bad URL": (["list", "--url", "not-a-url"], "missing an 'http://' or 'https://' protocol; start it with"),
+        "unwritable download": (["download", "--job", str(trained["id"]), "-o", str(tmp_path / "no" / "x.pt")],
+                                f"as {tmp_path / 'no' / 'x.pt'}: No such file or directory"),
     }[case]
     line = one_error_line(cli(*argv))
     assert expected in line, line
