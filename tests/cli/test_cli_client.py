@@ -8,28 +8,23 @@ import io
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import lasio
 import numpy as np
 import pytest
 import yaml
-from conftest import Cli, CliService
+from cli_stack import PRESIGN_BUCKET, Cli, CliService, Presigning
 from e2e_jobs import tiny_config
-from e2e_procs import Proc, free_port, wait_until
-from e2e_stack import _answers, api_proc, create_bucket, wait_healthy
+from e2e_procs import free_port, wait_until
 from PIL import Image
 
 from veernet_core.synth import generate
 
 pytestmark = pytest.mark.e2e
-BUCKET = "cli-presign"
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -54,38 +49,6 @@ def submit(cli: Cli, *args: str) -> int:
     match = re.fullmatch(r"submitted job (\d+) \((queued|running)\); follow it with: veernet watch \1\n", said)
     assert match, said
     return int(match.group(1))
-
-
-@dataclass
-class Presigning:
-    """A second API on the service's database whose checkpoints are in S3 (moto's server) with
-    S3_PRESIGN=true: every download is a 307 to a presigned URL."""
-
-    moto: Proc
-    moto_port: int
-    api: Proc
-    url: str
-    checkpoints: Path  # where the embedded service keeps them, to copy into the bucket
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.moto_port}"
-
-
-@pytest.fixture(scope="module")
-def presigning(cli_service: CliService) -> Iterator[Presigning]:
-    """Started (not awaited) before the training, so that both start while the job trains."""
-    logs, moto_port, port = cli_service.stack.logs, free_port(), free_port()
-    moto = Proc("moto", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(moto_port)],
-                cli_service.stack.env, logs / "moto.log").start()
-    env = {**cli_service.stack.env, "CHECKPOINT_URL": f"s3://{BUCKET}/ckpt",
-           "S3_ENDPOINT_URL": f"http://127.0.0.1:{moto_port}", "S3_PRESIGN": "true"}
-    api = api_proc(env, logs / "presign", port).start()
-    try:
-        yield Presigning(moto, moto_port, api, f"http://127.0.0.1:{port}", cli_service.checkpoints)
-    finally:
-        api.stop()
-        moto.kill()
 
 
 @pytest.fixture(scope="module")
@@ -204,23 +167,18 @@ def test_a_download_that_does_not_match_its_sha256_is_rejected_and_not_kept(
 
 
 @pytest.fixture
-def presigning_api(presigning: Presigning, trained: dict[str, Any]) -> tuple[str, Any]:
+def presigned_bucket(cli_service: CliService, presigning: Presigning, trained: dict[str, Any]) -> tuple[str, Any]:
     """The presigning API up, its bucket holding the trained job's checkpoints; its URL and a boto3 client."""
-    wait_until(lambda: _answers(presigning.moto_port) or not presigning.moto.alive(), 60, "the moto S3 server",
-               diagnose=presigning.moto.tail)
-    create_bucket(presigning.endpoint, BUCKET)
-    s3 = boto3.client("s3", endpoint_url=presigning.endpoint, aws_access_key_id="testing",
-                      aws_secret_access_key="testing", region_name="us-east-1")
+    s3 = presigning.ready()
     for row in trained["checkpoints"]:
-        body = (presigning.checkpoints / row["storage_key"]).read_bytes()
-        s3.put_object(Bucket=BUCKET, Key=f"ckpt/{row['storage_key']}", Body=body)
-    wait_healthy(presigning.api, presigning.url)
+        body = (cli_service.checkpoints / row["storage_key"]).read_bytes()
+        s3.put_object(Bucket=PRESIGN_BUCKET, Key=f"ckpt/{row['storage_key']}", Body=body)
     return presigning.url, s3
 
 
 def test_download_follows_a_presigned_redirect_and_still_checks_the_sha256(
-        cli_service: CliService, trained: dict[str, Any], presigning_api: tuple[str, Any]) -> None:
-    cli, (url, s3) = cli_service.cli, presigning_api
+        cli_service: CliService, trained: dict[str, Any], presigned_bucket: tuple[str, Any]) -> None:
+    cli, (url, s3) = cli_service.cli, presigned_bucket
     row = trained["checkpoints"][-1]
     redirect = httpx.get(f"{url}/checkpoints/{row['id']}/download", follow_redirects=False,
                          headers={"Authorization": f"Bearer {cli.key}"})
@@ -230,8 +188,8 @@ def test_download_follows_a_presigned_redirect_and_still_checks_the_sha256(
     assert hashlib.sha256((cli.cwd / "presigned.pt").read_bytes()).hexdigest() == row["sha256"]
 
     key = f"ckpt/{row['storage_key']}"
-    body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
-    s3.put_object(Bucket=BUCKET, Key=key, Body=body[:-1] + bytes([body[-1] ^ 1]))  # same size, one bit off
+    body = s3.get_object(Bucket=PRESIGN_BUCKET, Key=key)["Body"].read()
+    s3.put_object(Bucket=PRESIGN_BUCKET, Key=key, Body=body[:-1] + bytes([body[-1] ^ 1]))  # same size, one bit off
     line = one_error_line(cli("download", str(row["id"]), "-o", "tampered.pt", "--url", url))
     assert "with sha256" in line and "nothing was saved" in line, line
     assert not (cli.cwd / "tampered.pt").exists() and not (cli.cwd / "tampered.pt.part").exists()
