@@ -23,6 +23,9 @@ LAS_DEPTH_UNITS = {"m": "M", "meter": "M", "metre": "M", "meters": "M", "metres"
                    "ft": "FT", "f": "FT", "feet": "FT", "foot": "FT"}
 # Distinct, colour-blind-safe hues (Okabe-Ito) for traced curves on the overlay.
 PALETTE = ((230, 159, 0), (0, 114, 178), (204, 121, 167), (0, 158, 115), (213, 94, 0), (86, 180, 233))
+# zlib's fastest level: about 3x faster than Pillow's default (6) on full-scale scans, for 7-17 % more
+# bytes; mask and overlay are pictures to look at, and encoding them was a tenth of a digitisation.
+PNG_COMPRESS_LEVEL = 1
 
 
 @dataclass(frozen=True)
@@ -224,5 +227,5 @@ def _draw_trace(pen: ImageDraw.ImageDraw, curve: DigitisedCurve, colour: tuple[i
 
 def _png(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False)
+    image.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
     return buffer.getvalue()

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 from kombu import Queue
 
 from api.logs import use_json
@@ -29,6 +29,9 @@ TRAIN_QUEUE, SEGMENT_QUEUE, REAPER_QUEUE = "train", "segment", "reaper"
 TASK_FOR_KIND = {"train": (TRAIN_TASK, TRAIN_QUEUE), "segment": (SEGMENT_TASK, SEGMENT_QUEUE)}
 TASK_MODULES = ("worker.tasks",)  # imported by worker processes only; the API sends by name
 LONGEST_JOB_S = 48 * 3600  # the reference multiclass run is ~9 h on one GPU; leave a wide margin
+# kombu polls the embedded broker every second by default: up to a second's wait on a scan that takes
+# a few seconds to digitise. A poll is one small SQLite read per queue.
+EMBEDDED_POLL_S = 0.1
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -79,7 +82,20 @@ def get_celery() -> Celery:
     _ensure_local_dirs(settings)
     app = Celery("veernet", set_as_current=False)
     app.conf.update(celery_config(settings))
+    if settings.uses_embedded_broker:
+        app.steps["consumer"].add(EmbeddedBrokerPolling)
     return app
+
+
+class EmbeddedBrokerPolling(bootsteps.StartStopStep):
+    """A worker polls the embedded broker every EMBEDDED_POLL_S. Not a transport option: kombu's
+    SQLAlchemy channel hands those to create_engine, which refuses `polling_interval`."""
+
+    requires = ("celery.worker.consumer.connection:Connection",)
+
+    def start(self, consumer: Any) -> None:
+        if consumer.connection.transport.driver_type == "sql":
+            consumer.connection.transport.polling_interval = EMBEDDED_POLL_S
 
 
 def _ensure_local_dirs(settings: Settings) -> None:
