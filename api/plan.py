@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session
 from api.errors import ServiceError
 from api.models import Job, JobEvent, JobKind, JobStatus
 from api.settings import Settings
-from veernet_core.config import ConfigError, TrainConfig
+from veernet_core.config import ConfigError, ModelConfig, TrainConfig
 from veernet_core.memory import MemoryModel
 from veernet_core.plan import (
     Plan,
@@ -49,12 +49,14 @@ from veernet_core.plan import (
     make_plan,
     pixel_budget,
 )
-from veernet_core.plan_probe import device_class, device_memory_bytes, measure_here
+from veernet_core.plan_probe import PROBE_STEP_PIXELS, device_class, device_memory_bytes, measure_here
 from veernet_core.synth import log_size
 
 HISTORY_JOBS = 10  # recent completed jobs of a class that calibrate it
 GIB = 2**30
 _probe_lock = threading.Lock()  # one probe at a time: two would only slow each other down
+PROBE_QUEUE_S = 5.0  # a request waits this long for another's probe before it is told to come back
+PROBE_RETRY_S = 30
 
 
 class PlanError(ServiceError):
@@ -106,7 +108,10 @@ def plan_run(session: Session, request: PlanRequest, settings: Settings) -> Plan
     if rate is None and request.interruptions is None and target:
         rate = _measured_failure_rate(session, target)
     session.rollback()  # read-only: end the transaction before probing
-    with _probe_lock:
+    check_probe_cost(config, settings)
+    if not _probe_lock.acquire(timeout=PROBE_QUEUE_S):
+        raise PlanError({"probe": f"another plan is probing this host; retry in {PROBE_RETRY_S} s"}, 429)
+    try:
         measured = measure_here(config, "cpu", throughput=False)
         speed = _calibrated(history, target or "", config, measured.memory, memory_bytes)
         if speed is None:
@@ -114,12 +119,40 @@ def plan_run(session: Session, request: PlanRequest, settings: Settings) -> Plan
                 raise PlanError({"probe": f"no succeeded jobs of {target or 'this GPU size'} with this model config "
                                  "to calibrate from; set probe=true to measure on this machine"}, 409)
             speed = _probed_speed(config)
+    finally:
+        _probe_lock.release()
     name = target or f"GPU with {request.gpu_memory_gb:g} GiB"
     reliability = _reliability(request, target, taxes, rate, speed, settings)
     return make_plan(config, measured.sizes, device_class=name, memory=measured.memory, memory_bytes=memory_bytes,
                      memory_source=memory_source, speed=speed, reliability=reliability,
                      window_s=request.window_hours * 3600.0, utilisation=request.utilisation,
                      tiers=request.tiers)
+
+
+def check_probe_cost(config: TrainConfig, settings: Settings) -> None:
+    """Refuse (422) a model whose probe step would cost more than PLAN_MAX_PROBE_GFLOPS on this host."""
+    gflops = probe_step_gflops(config.model)
+    if gflops > settings.plan_max_probe_gflops:
+        raise PlanError({"config.model": (
+            f"a probe step of this model costs {gflops:,.0f} GFLOP; this service probes at most "
+            f"{settings.plan_max_probe_gflops:,.0f} (PLAN_MAX_PROBE_GFLOPS). Plan it with `veernet plan` "
+            "on a worker's host, or choose a smaller model")})
+
+
+@lru_cache(maxsize=256)
+def probe_step_gflops(model: ModelConfig) -> float:
+    """Forward and backward FLOPs of one probe step of ``model``, counted on the meta device (no memory, ~0.1 s)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from veernet_core.model import build_model
+
+    height, width = 256, 1024  # FLOPs grow with pixels; scaled to the probe's step below
+    with torch.device("meta"):
+        network = build_model(model)
+        with FlopCounterMode(display=False) as counter:
+            network(torch.zeros(1, 1, height, width)).sum().backward()
+    return float(counter.get_total_flops()) / 1e9 * PROBE_STEP_PIXELS / (height * width)
 
 
 _PROBED: dict[str, Throughput] = {}  # this machine's probes, by what they depend on

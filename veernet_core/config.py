@@ -168,8 +168,10 @@ def validate(config: TrainConfig) -> dict[str, str]:
         errors["model.num_classes"] = f"must equal data.classes ({config.data.classes})"
     if config.data.kind == "manifest" and not config.data.manifest_url:
         errors["data.manifest_url"] = "is required when data.kind is 'manifest'"
+    if errors.keys() & {"effective_batch", "data.dataset_size", "data.val_fraction"}:
+        return errors  # the rule below needs all three valid (an out-of-range fraction may not even round)
     n_train = config.data.dataset_size - round(config.data.dataset_size * config.data.val_fraction)
-    if "effective_batch" not in errors and n_train < config.effective_batch:
+    if n_train < config.effective_batch:
         errors["data.dataset_size"] = (
             f"leaves {n_train} training images, fewer than effective_batch ({config.effective_batch})"
         )

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Response, status
 
 from api import plan
-from api.deps import COMMON_ERRORS, PrincipalDep, SessionDep, SettingsDep, get_principal
+from api.deps import COMMON_ERRORS, SUBMISSION_ERRORS, PrincipalDep, SessionDep, SettingsDep, get_principal
 from api.plan_schemas import PlanBody, PlanOut
 from api.routes.jobs import train_config
 from api.schemas import ErrorBody
@@ -17,8 +17,12 @@ from veernet_core.plan_chart import render_svg
 
 router = APIRouter(prefix="/plan", tags=["plan"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: SUBMISSION_ERRORS[400], 413: SUBMISSION_ERRORS[413],
     409: {"model": ErrorBody, "description": "probe=false and nothing to calibrate from"},
-    422: {"model": ErrorBody, "description": "Invalid config or target, one entry per bad field"},
+    422: {"model": ErrorBody, "description": "Invalid config or target, one entry per bad field, or a model "
+          "too large to probe here (PLAN_MAX_PROBE_GFLOPS)"},
+    429: {"model": ErrorBody, "description": "Another plan is probing this host: retry after Retry-After seconds",
+          "headers": SUBMISSION_ERRORS[429]["headers"]},
 }
 
 
@@ -33,7 +37,8 @@ def make_plan(body: PlanBody, session: SessionDep, settings: Settings, tenant: s
         return plan.plan_json(plan.plan_run(session, request, settings), body.start_at)
     except plan.PlanError as exc:
         detail = [{"field": name, "message": message} for name, message in exc.errors.items()]
-        raise HTTPException(exc.status, detail=detail) from exc
+        headers = {"Retry-After": str(plan.PROBE_RETRY_S)} if exc.status == 429 else None
+        raise HTTPException(exc.status, detail=detail, headers=headers) from exc
 
 
 @router.post("", response_model=PlanOut, responses=ERRORS)

@@ -134,3 +134,30 @@ def test_timeline_taxes_split_a_double_loss_between_its_interruptions() -> None:
               JobEvent(attempt=3, kind="recovered", data={"recovery_seconds": 130.0},
                        created_at=t + timedelta(seconds=215))]
     assert timeline_taxes(events) == [pytest.approx(60.0), pytest.approx(60.0)]  # (130 - 10 redone) / 2
+
+
+def test_a_model_too_costly_to_probe_on_the_api_host_is_a_422_saying_how_to_plan_it(client: Any,
+                                                                                    reconfigure: Any) -> None:
+    from api.plan import probe_step_gflops
+
+    tiny, default = TrainConfig.from_dict(CONFIG).model, TrainConfig().model
+    assert 0 < probe_step_gflops(tiny) < probe_step_gflops(default)
+    reconfigure(PLAN_MAX_PROBE_GFLOPS=probe_step_gflops(tiny) / 2)
+    for path in ("/plan", "/jobs?dry_run=true"):
+        response = client.post(path, json={"config": CONFIG})
+        assert response.status_code == 422, response.text
+        [error] = response.json()["detail"]
+        assert error["field"] == "config.model" and "PLAN_MAX_PROBE_GFLOPS" in error["message"], error
+        assert "veernet plan" in error["message"]
+
+
+def test_a_plan_that_would_wait_for_another_probe_is_told_to_come_back(client: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from api import plan
+
+    monkeypatch.setattr(plan, "PROBE_QUEUE_S", 0.1)
+    with plan._probe_lock:  # another request's probe is running
+        response = client.post("/plan", json={"config": CONFIG})
+    assert response.status_code == 429, response.text
+    assert response.headers["retry-after"] == str(plan.PROBE_RETRY_S)
+    assert response.json()["detail"][0]["field"] == "probe"

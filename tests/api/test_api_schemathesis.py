@@ -18,15 +18,17 @@ from api.main import app
 from api.settings import Settings
 
 MAX_EXAMPLES = 50  # per operation: well under a minute for the whole schema
-# A schema-valid submission may still be refused with 422 for what no JSON schema says: POST /jobs for rules
-# across config fields (model.num_classes = data.classes, ...), POST /segment for a file that is not an image
-# or options (a JSON string in a form field) that make no sense. Everything else is checked as documented.
+# A schema-valid submission may still be refused with 422 for what no JSON schema says: POST /jobs and /plan for
+# rules across config fields (model.num_classes = data.classes, ...) or a model too large to probe, POST /segment
+# for a file that is not an image or options (a JSON string in a form field) that make no sense. Everything else
+# is checked as documented.
 SEMANTIC_422 = {"include-method": "POST", "checks": {"positive_data_acceptance": {
     "expected-statuses": ["2xx", "401", "403", "404", "409", "413", "422", "429"]}}}
 ADMIN_KEY = new_admin_key()  # schemathesis sends it on every case, and knows it does when it mutates auth
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict({
     "auth": {"openapi": {"ApiKey": {"bearer": ADMIN_KEY}}},
-    "operations": [{**SEMANTIC_422, "include-path": "/jobs"}, {**SEMANTIC_422, "include-path": "/segment"}]})
+    "operations": [{**SEMANTIC_422, "include-path": path}
+                   for path in ("/jobs", "/segment", "/plan", "/plan/chart.svg")]})
 schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=CONFIG)
 FIGURES: Counter[str] = Counter()
 STATUSES: Counter[tuple[str, int]] = Counter()
@@ -42,7 +44,9 @@ def database_url(postgres_url: str) -> str:
 def keyed_world(service: Settings, reconfigure: Callable[..., Settings], store: Any) -> None:
     """Keys on, one tenant's jobs, checkpoint and results in place (small ids: generated ones hit them),
     and a short wait=true so that a generated POST /segment never waits for a worker that is not there."""
-    reconfigure(VEERNET_ADMIN_KEY=ADMIN_KEY, SEGMENT_WAIT_MAX_SECONDS=0.05)
+    # No plan probes here (each takes seconds): every plan that would probe is the 422 that says so;
+    # tests/api/test_api_plan.py covers the plans themselves.
+    reconfigure(VEERNET_ADMIN_KEY=ADMIN_KEY, SEGMENT_WAIT_MAX_SECONDS=0.05, PLAN_MAX_PROBE_GFLOPS=0)
     build_world(store, "acme", queued=2)
 
 

@@ -38,3 +38,10 @@ def test_dataset_must_fill_one_effective_batch() -> None:
 
 def test_lr_scales_with_the_effective_batch() -> None:
     assert TrainConfig.from_dict({"effective_batch": 32, "lr": 0.001}).scaled_lr == pytest.approx(0.002)
+
+
+def test_a_huge_out_of_range_fraction_is_named_not_an_overflow() -> None:
+    """Found by the schemathesis run: the training-images rule rounded size x -1e304 before the range check."""
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({"data": {"val_fraction": -1.1984620899082107e+304}})
+    assert set(caught.value.errors) == {"data.val_fraction"}
