@@ -39,14 +39,22 @@ class Cli:
     env: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, *args: str, timeout_s: float = 120.0, **env: str | None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([VEERNET, *args], env=self._env(env), cwd=self.cwd, capture_output=True, text=True,
+                              timeout=timeout_s)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """The command in the background, for a test to interrupt."""
+        return subprocess.Popen([VEERNET, *args], env=self._env({}), cwd=self.cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def _env(self, changes: dict[str, str | None]) -> dict[str, str]:
         full = {**self.env, "VEERNET_URL": self.url, "VEERNET_API_KEY": self.key}
-        for name, value in env.items():
+        for name, value in changes.items():
             if value is None:
                 full.pop(name, None)
             else:
                 full[name] = value
-        return subprocess.run([VEERNET, *args], env=full, cwd=self.cwd, capture_output=True, text=True,
-                              timeout=timeout_s)
+        return full
 
 
 @dataclass

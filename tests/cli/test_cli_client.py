@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import re
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,6 +194,30 @@ def test_download_follows_a_presigned_redirect_and_still_checks_the_sha256(
     line = one_error_line(cli("download", str(row["id"]), "-o", "tampered.pt", "--url", url))
     assert "with sha256" in line and "nothing was saved" in line, line
     assert not (cli.cwd / "tampered.pt").exists() and not (cli.cwd / "tampered.pt.part").exists()
+
+
+def test_an_interrupted_download_leaves_nothing_behind(cli_service: CliService, trained: dict[str, Any],
+                                                       presigning: Presigning,
+                                                       presigned_bucket: tuple[str, Any]) -> None:
+    cli, (url, s3) = cli_service.cli, presigned_bucket
+    row = trained["checkpoints"][0]
+    # Bigger than any socket buffer: with the S3 server frozen mid-transfer the download cannot finish.
+    s3.put_object(Bucket=PRESIGN_BUCKET, Key=f"ckpt/{row['storage_key']}", Body=bytes(64 << 20))
+    dest = cli.cwd / "interrupted.pt"
+    part = dest.with_name("interrupted.pt.part")
+    download = cli.start("download", str(row["id"]), "-o", str(dest), "--url", url)
+    try:
+        wait_until(lambda: (part.exists() and part.stat().st_size > 0) or download.poll() is not None, 60,
+                   "the download to begin", every_s=0.002)
+        presigning.moto.signal(signal.SIGSTOP)
+        assert download.poll() is None, download.communicate()
+        download.send_signal(signal.SIGINT)  # Ctrl-C
+        _out, err = download.communicate(timeout=30)
+    finally:
+        presigning.moto.signal(signal.SIGCONT)
+        download.kill()
+    assert download.returncode != 0 and "Traceback" not in err, err
+    assert not part.exists() and not dest.exists(), "an interrupted download must leave no file"
 
 
 def test_cancel_a_queued_and_a_running_job_and_watch_them_end(cli_service: CliService,
