@@ -62,9 +62,9 @@ def api(host: str = "127.0.0.1", port: int = 8000,
         thread = ReaperThread()
         thread.start()
     # JSON: no logging config of uvicorn's own, so its lines (access log included) reach the root's JSON handler.
-    json_logs = {"log_config": None} if get_settings().veernet_log_format == "json" else {}
+    log_config = None if get_settings().veernet_log_format == "json" else uvicorn.config.LOGGING_CONFIG
     try:
-        uvicorn.run("api.main:app", host=host, port=port, log_level=loglevel, **json_logs)
+        uvicorn.run("api.main:app", host=host, port=port, log_level=loglevel, log_config=log_config)
     finally:
         if thread is not None:
             thread.stop()

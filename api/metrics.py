@@ -31,7 +31,7 @@ key gets 403. With keys off the API is loopback-only and /metrics is open like t
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -146,7 +146,7 @@ def _segment_latency(connection: Connection) -> Metric:
 
 def _seconds_between(connection: Connection, start: Any, end: Any) -> ColumnElement[float]:
     if connection.dialect.name == "postgresql":
-        return extract("epoch", end - start)
+        return cast(ColumnElement[float], extract("epoch", end - start))
     return (func.julianday(end) - func.julianday(start)) * 86400.0  # SQLite keeps UTC text; julianday reads it
 
 

@@ -45,6 +45,9 @@ class TimedStore:
     def list(self, prefix: str = "") -> list[str]:
         return self.store.list(prefix)
 
+    def describe(self) -> str:
+        return self.store.describe()
+
 
 class ServiceCallbacks(TrainCallbacks):
     def __init__(self, job_id: int, attempt: int, settings: Settings, heartbeat: Heartbeat,
