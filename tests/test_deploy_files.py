@@ -254,6 +254,16 @@ def test_credentials_and_names_agree_across_services() -> None:
     assert f"--broker={env['BROKER_URL']}" in services()["flower"]["command"], "flower must watch BROKER_URL"
 
 
+def test_flower_sees_the_workers_tasks_and_is_reachable_from_this_machine_only() -> None:
+    flower = services()["flower"]
+    env = environment(services()["api"])
+    settings = Settings.model_validate({k.lower(): v for k, v in env.items() if k not in THIRD_PARTY_ENV})
+    config = celery_config(settings)
+    assert config["worker_send_task_events"] and config["task_send_sent_event"], "flower shows tasks from events"
+    assert flower["command"][-2:] == ["flower", "--port=5555"] and flower["depends_on"]["redis"]
+    assert flower["ports"] == ["127.0.0.1:5555:5555"], "flower has no authentication: loopback only"
+
+
 def test_redis_keeps_queued_messages_across_a_restart() -> None:
     redis = services()["redis"]
     assert redis["command"][-2:] == ["--appendonly", "yes"]
