@@ -61,3 +61,28 @@ def test_make_run_trains_downloads_and_digitises_end_to_end(tmp_path: Path, e2e_
     assert las.index.size > 100 and len(las.curves) == 3, las.curves  # depth and the scan's two curves
     errors = [float(line.split("mean error ")[1].split(" %")[0]) for line in out.splitlines() if "mean error" in line]
     assert len(errors) == 2 and max(errors) < 5.0, out  # the bundled model reads the held-out scan's curves
+
+
+def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedded_stack: Stack) -> None:
+    """Plan a small run on a fresh fleet (the probe), run it, compare; then plan it again from that run."""
+    from e2e_jobs import job_row, submit, wait_finished
+
+    config = tiny_config(epochs=3)
+    probed = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=600)
+    assert probed.status_code == 200, probed.text
+    plan = probed.json()
+    job_id = submit(embedded_stack, config)
+    job = wait_finished(embedded_stack, job_id, timeout_s=600)
+    assert job.status == "succeeded", job.error
+    actual_s = (job.finished_at - job.started_at).total_seconds()
+    assert job.total_steps == plan["time"]["total_steps"] and job.steps_per_epoch == plan["data"]["steps_per_epoch"]
+    assert job_row(embedded_stack.database_url, job_id).device_class == plan["device_class"]
+    # Wall-clock on a shared CPU moves with the load: an order-of-magnitude check here; bench/plan_accuracy.py
+    # measures the ratio itself.
+    assert actual_s / 4 < plan["time"]["compute_s"] < actual_s * 4, (plan["time"], actual_s)
+
+    calibrated = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0, "probe": False})
+    assert calibrated.status_code == 200, calibrated.text
+    again = calibrated.json()
+    assert again["throughput"] != plan["throughput"], "calibrated from the completed job, not the probe"
+    assert actual_s / 2 < again["time"]["compute_s"] < actual_s * 2, (again["time"], actual_s)
