@@ -122,44 +122,6 @@ def demo(port: int = 8000,
     raise typer.Exit(run_demo(port, keep))
 
 
-@app.command()
-def plan(config_file: Annotated[str, typer.Argument(help="a TrainConfig as JSON or YAML; '-' reads stdin")],
-         device_class: Annotated[str, typer.Option(help="a device class workers reported")] = "",
-         gpu_memory_gb: Annotated[float, typer.Option(help="plan for a GPU of this many GiB")] = 0.0,
-         window_hours: float = 12.0, interruptions: Annotated[float, typer.Option(help="k; -1: measured")] = -1.0,
-         utilisation: float = 0.5, svg: Annotated[str, typer.Option(help="also write the chart here")] = "",
-         probe: Annotated[bool, typer.Option(help="probe this machine when nothing calibrates")] = True) -> None:
-    """Plan a training run here, against this service's database (as POST /plan does): prints JSON."""
-    import json
-    from pathlib import Path
-
-    import yaml
-    from sqlalchemy.exc import DBAPIError
-
-    from api.db import session_scope
-    from api.plan import PlanError, PlanRequest, plan_json, plan_run
-    from api.settings import get_settings
-    from veernet_core.config import ConfigError, TrainConfig
-    from veernet_core.plan_chart import render_svg
-
-    text = sys.stdin.read() if config_file == "-" else Path(config_file).read_text(encoding="utf-8")
-    try:
-        request = PlanRequest(TrainConfig.from_dict(yaml.safe_load(text) or {}), device_class or None,
-                              gpu_memory_gb or None, window_hours, None if interruptions < 0 else interruptions,
-                              None, utilisation, (), probe)
-        with session_scope() as session:
-            result = plan_json(plan_run(session, request, get_settings()), None)
-    except (ConfigError, PlanError, ValueError) as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    except DBAPIError as exc:
-        typer.echo(f"cannot read the fleet's jobs: {exc.orig}; run `veernet migrate` first", err=True)
-        raise typer.Exit(1) from exc
-    if svg:
-        with open(svg, "w", encoding="utf-8") as out:
-            out.write(render_svg(result))
-    typer.echo(json.dumps(result, indent=2))
-
-
 def _checked_bind(host: str) -> str:
     """The start-up notice about keys; a usage error if keys are off and ``host`` is not loopback."""
     from api.auth import startup_notice

@@ -269,9 +269,52 @@ def write_file(path: Path, data: bytes) -> None:
         fail(f"cannot write {path}: {exc.strerror or exc}")
 
 
+def plan(
+    config_file: Annotated[Path, typer.Argument(help="a training config (or a POST /jobs body) as JSON or YAML",
+                                                show_default=False)],
+    device_class: Annotated[str | None, typer.Option(help="a device class the fleet's workers reported")] = None,
+    gpu_memory_gb: Annotated[float | None, typer.Option(help="instead: a GPU of this many GiB")] = None,
+    window_hours: Annotated[float, typer.Option(help="the window the run must finish in")] = 12.0,
+    interruptions: Annotated[float | None, typer.Option(help="expected interruptions k [default: from the "
+                                                         "failure rate, else the fleet's measured one]")] = None,
+    failure_rate: Annotated[float | None, typer.Option(help="interruptions per hour")] = None,
+    utilisation: Annotated[float, typer.Option(help="share of a rented month the box is busy (hourly rate)")] = 0.5,
+    tier: Annotated[list[str] | None, typer.Option(help="NAME=EUR_PER_MONTH, another tier to cost (repeat)")] = None,
+    probe: Annotated[bool, typer.Option(help="probe the API's host when no completed job calibrates the plan")]
+    = True,
+    svg: Annotated[Path | None, typer.Option(help="also write the plan's chart (SVG) here")] = None,
+    as_json: AsJson = False, url: Url = DEFAULT_URL, key: Key = None,
+) -> None:
+    """Plan a training run (POST /plan): memory, steps, wall-clock with interruptions, cost, checkpoint interval."""
+    config = load_mapping(config_file, "config")
+    config = config.get("config", config) if "config" in config and isinstance(config["config"], dict) else config
+    tiers = []
+    for item in tier or []:
+        name, _, eur = item.partition("=")
+        try:
+            tiers.append({"name": name.strip(), "eur_per_month": float(eur)})
+        except ValueError:
+            fail(f"--tier {item!r}: write NAME=EUR_PER_MONTH, e.g. --tier spot=420")
+    body: dict[str, Any] = {"config": config, "device_class": device_class, "gpu_memory_gb": gpu_memory_gb,
+                            "window_hours": window_hours, "interruptions": interruptions,
+                            "failure_rate_per_hour": failure_rate, "utilisation": utilisation, "tiers": tiers,
+                            "probe": probe}
+    body = {name: value for name, value in body.items() if value is not None}
+    with api(url, key) as client:
+        result = client.plan(body)
+        if svg is not None:
+            write_file(svg, client.plan_chart(body))
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        views.show_plan(result)
+    if svg is not None:
+        typer.echo(f"wrote the chart to {svg}")
+
+
 def register(app: typer.Typer) -> None:
     """Add the client commands to `veernet`."""
     for name, command in (("submit", submit), ("list", list_jobs), ("status", status), ("watch", watch),
                           ("cancel", cancel), ("checkpoints", checkpoints), ("download", download),
-                          ("segment", segment)):
+                          ("segment", segment), ("plan", plan)):
         app.command(name, rich_help_panel="Client (talks to a running API)")(command)

@@ -195,3 +195,39 @@ def checkpoints_table(job_id: int, rows: list[dict[str, Any]]) -> None:
 
 def _number(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def plan_summary(plan: dict[str, Any]) -> list[str]:
+    """A plan in a dozen lines: what fits, how long, what interruptions cost, what it costs."""
+    mem, data, times, stops, ckpt = (plan["memory"], plan["data"], plan["time"], plan["interruptions"],
+                                     plan["checkpointing"])
+    widest = mem["widest_log"]
+    fits = {True: "fits", False: "DOES NOT FIT", None: "not measured"}[widest["fits"]]
+    lines = [
+        f"device          {plan['device_class']} ({mem['source']})",
+        f"memory          pixel budget {mem['pixel_budget']:,} px per micro-batch; widest log "
+        f"{widest['width']} x {widest['height']} px {fits}",
+        f"data            {data['train_images']} training / {data['val_images']} validation images, "
+        f"{data['steps_per_epoch']} steps per epoch x {data['epochs']}, up to {data['accumulation_steps_max']} "
+        f"micro-batches per step, padding waste {data['padding_waste']:.1%}",
+        f"compute         {duration(times['compute_s'])} (start-up {duration(times['startup_s'])}, training "
+        f"{duration(times['train_s'])}, validation {duration(times['validation_s'])}, checkpoints "
+        f"{duration(times['checkpoint_s'])}); {times['images_per_s']:.1f} images/s",
+        f"interruptions   k = {stops['k']:.2f}, each {duration(stops['resume_tax_s'])} resume tax + "
+        f"{duration(stops['redone_work_s_each'])} redone: finish in {duration(stops['finish_s'])}, "
+        f"{'inside' if stops['fits_window'] else 'OUTSIDE'} the {plan['window_s'] / 3600:g} h window",
+    ]
+    if ckpt["optimal_interval_s"] is not None:
+        best = duration(ckpt["optimal_interval_s"])
+        lines.append(f"checkpoints     every {duration(ckpt['interval_s'])} now; the failure rate "
+                     f"({ckpt['failure_rate_per_h']:.2f}/h) is best served every {best}")
+    for cost in plan["costs"]:
+        lines.append(f"cost            {cost['tier']}: {cost['eur']:.2f} EUR ({cost['eur_per_month']:g} EUR/month at "
+                     f"{cost['utilisation']:.0%} use = {cost['eur_per_hour']:.2f} EUR/h)")
+    lines += [f"warning         {warning}" for warning in plan.get("warnings", [])]
+    return lines
+
+
+def show_plan(plan: dict[str, Any]) -> None:
+    for line in plan_summary(plan):
+        out.print(escape(line))

@@ -198,6 +198,14 @@ class VeerNetClient:
         job_id = int(response.headers["location"].rsplit("/", 1)[1])
         return job_id, (dict(response.json()) if response.status_code == 200 else None)
 
+    def plan(self, body: dict[str, Any], timeout_s: float = 600.0) -> dict[str, Any]:
+        """POST /plan: memory, steps, time with interruptions and cost of a training run (may probe: slow)."""
+        return dict(self.request("POST", "/plan", json=body, timeout=timeout_s).json())
+
+    def plan_chart(self, body: dict[str, Any], timeout_s: float = 600.0) -> bytes:
+        """POST /plan/chart.svg: the same plan as an SVG chart."""
+        return self.request("POST", "/plan/chart.svg", json=body, timeout=timeout_s).content
+
     def result(self, job_id: int, fmt: str) -> bytes:
         """A finished segment job's curves as "json", "csv" or "las"."""
         return self.request("GET", f"/jobs/{job_id}/{RESULT_PATHS[fmt]}").content

@@ -326,3 +326,23 @@ def test_errors_are_one_line(cli_service: CliService, trained: dict[str, Any], t
     assert expected in line, line
     if case == "bad config":  # every bad field named, in one line
         assert "config.epochs" in line and "config.data.scale" in line, line
+
+
+def test_plan_prints_the_plan_and_writes_its_chart(cli_service: CliService, trained: dict[str, Any]) -> None:
+    """`veernet plan` asks POST /plan; the fleet has the trained job's config measured, so no probe is needed."""
+    cli = cli_service.cli
+    path = cli.cwd / "plan.json"
+    path.write_text(json.dumps({"config": trained["detail"]["config"]}))
+    shown = ok(cli("plan", str(path), "--interruptions", "2", "--tier", "spot=420", "--svg", "plan.svg",
+                   "--no-probe", timeout_s=300))
+    lines = shown.splitlines()
+    assert [line.split()[0] for line in lines[:5]] == ["device", "memory", "data", "compute", "interruptions"], shown
+    assert "k = 2.00" in shown and "window" in shown
+    costs = [line for line in lines if line.startswith("cost")]
+    assert len(costs) == 3 and "750 EUR/month" in costs[0] and costs[2].split()[1] == "spot:", shown
+    assert lines[-1] == "wrote the chart to plan.svg"
+    assert (cli.cwd / "plan.svg").read_text().lstrip().startswith("<svg")
+    plan = as_json(cli("plan", str(path), "--json", "--no-probe", timeout_s=300))
+    assert plan["data"]["steps_per_epoch"] == trained["detail"]["progress"]["steps_per_epoch"]
+    bad = one_error_line(cli("plan", str(path), "--window-hours", "-1", "--no-probe"))
+    assert "window_hours" in bad
