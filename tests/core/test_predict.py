@@ -24,6 +24,8 @@ from veernet_core.losses import LossWeights
 from veernet_core.model import VeerNet
 from veernet_core.predict import (
     CONTEXT_MARGIN,
+    DEFAULT_OVERLAP,
+    DEFAULT_TILE_WIDTH,
     ImageRejected,
     ImageTooLarge,
     bundled_model_path,
@@ -257,3 +259,46 @@ def test_non_grayscale_input_is_refused() -> None:
 
 def test_bundled_model_path_is_inside_the_package() -> None:
     assert bundled_model_path().parent == Path(__file__).resolve().parents[2] / "veernet_core" / "assets"
+
+
+def _activation_bytes_per_call(model: VeerNet, image: np.ndarray, tile_width: int, overlap: int) -> int:
+    """Bytes of every module's output within one call of the network, the largest over the calls:
+    what one forward pass holds at most (inference frees most of it sooner)."""
+    per_call = [0]
+
+    def count(module: nn.Module, _inputs: object, output: object) -> None:
+        if module is model:
+            per_call.append(0)
+        elif isinstance(output, torch.Tensor):
+            per_call[-1] += output.numel() * output.element_size()
+
+    hooks = [m.register_forward_hook(count) for m in model.modules()]
+    try:
+        predict_probabilities(model, image, tile_width=tile_width, overlap=overlap)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return max(per_call)
+
+
+def test_activation_memory_of_tiled_inference_does_not_grow_with_width() -> None:
+    """Measured per network call: the same for a log 2.5x wider once it is tiled; whole-image inference
+    of the wider log would hold proportionally more."""
+    model = tiny_model()
+    tiled = {width: _activation_bytes_per_call(model, np.full((48, width), 230, np.uint8), 1024, 384)
+             for width in (8_000, 20_000)}
+    assert tiled[20_000] <= tiled[8_000] * 1.05  # windows differ by a grid step or two at most
+    whole = _activation_bytes_per_call(model, np.full((48, 8_000), 230, np.uint8), 8_000, 0)
+    assert whole > 5 * tiled[20_000]
+
+
+def test_tiled_equals_whole_at_the_default_tiles_where_only_the_receptive_field_links_pixels() -> None:
+    """The service's own tile width and overlap (DEFAULT_*) on a log several windows wide."""
+    model = local_only(tiny_model(ModelConfig(num_classes=2, widths=(8, 8, 16, 16, 32, 32),
+                                              transformer_layers=0, transformer_heads=2, transformer_ff=64)))
+    rng = np.random.default_rng(5)
+    image = (255 - rng.integers(0, 2, (40, 9_000)) * rng.integers(0, 256, (40, 9_000))).astype(np.uint8)
+    assert len(tile_layout(image.shape[1], DEFAULT_TILE_WIDTH, DEFAULT_OVERLAP)[0]) >= 3
+    whole = predict_probabilities(model, image, tile_width=-(-image.shape[1] // GRID) * GRID, overlap=0)
+    tiled = predict_probabilities(model, image)
+    np.testing.assert_allclose(tiled, whole, atol=2e-5)
