@@ -46,6 +46,8 @@ def migrate() -> None:
 @app.command()
 def api(host: str = "127.0.0.1", port: int = 8000,
         reaper: Annotated[bool, typer.Option(help="run the reaper in this process (embedded default)")] = False,
+        workers: Annotated[int, typer.Option(min=1, envvar="API_WORKERS",
+                                             help="API processes sharing the port (about one per core)")] = 1,
         loglevel: str = "info") -> None:
     """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only."""
     import uvicorn
@@ -64,7 +66,7 @@ def api(host: str = "127.0.0.1", port: int = 8000,
     # JSON: no logging config of uvicorn's own, so its lines (access log included) reach the root's JSON handler.
     log_config = None if get_settings().veernet_log_format == "json" else uvicorn.config.LOGGING_CONFIG
     try:
-        uvicorn.run("api.main:app", host=host, port=port, log_level=loglevel, log_config=log_config)
+        uvicorn.run("api.main:app", host=host, port=port, log_level=loglevel, log_config=log_config, workers=workers)
     finally:
         if thread is not None:
             thread.stop()

@@ -1,9 +1,10 @@
 """API load on the real stack: a trivial endpoint and the job-status endpoint side by side, then submits.
 
-Starts the API (`veernet api`, one uvicorn process) on a fresh Postgres database with Redis as the
-broker, seeds jobs, then drives it from a second process on loopback with wrk (50 connections) for
-GET /livez (trivial) and GET /jobs/{id} (status), and with 50 concurrent Python clients for
-POST /jobs. Afterwards every 202 must have its row and its message in the Redis queue.
+Starts the API (`veernet api`) on a fresh Postgres database with Redis as the broker, seeds jobs,
+then drives it from a second process on loopback with wrk (50 connections) for GET /livez (trivial)
+and GET /jobs/{id} (status), first with one API process (the embedded default), then with
+API_PROCESSES (as docker-compose runs it; the headline figures), and with 50 concurrent Python
+clients for POST /jobs. Afterwards every 202 must have its row and its message in the Redis queue.
 Prints one JSON line. Needs wrk (apt-get install wrk).
 """
 
@@ -33,6 +34,7 @@ CLIENTS = 50
 DURATION_S = 10
 SUBMIT_S = 8
 SEED_JOBS = 200
+API_PROCESSES = 2  # docker-compose's `veernet api --workers 2`: one per core of this 2-core machine
 REDIS_URL = "redis://127.0.0.1:6379/13"
 CONFIG = {"data": {"dataset_size": 40, "scale": 0.1}, "epochs": 1, "device": "cpu"}
 STATUS_LUA = """
@@ -77,16 +79,6 @@ async def _submit(base: str) -> tuple[list[int], int]:
     return ids, failures
 
 
-def _queued_ids(r: redis.Redis) -> set[int]:
-    """Job ids carried by the messages waiting in the Redis 'train' queue."""
-    ids = set()
-    for raw in r.lrange("train", 0, -1):
-        message = json.loads(raw)
-        body = json.loads(__import__("base64").b64decode(message["body"]))
-        ids.add(int(body[0][0]))
-    return ids
-
-
 def _run_seeded_jobs(db_url: str) -> None:
     """Claim the seeded jobs and write progress, as a fleet of workers would: users poll running jobs."""
     from api import jobs
@@ -100,48 +92,75 @@ def _run_seeded_jobs(db_url: str) -> None:
                                  global_step=3, images_per_s=12.5, step_time_s=1.3, loss=0.8)
 
 
+def _serve(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen([sys.executable, "-m", "api.cli", "api", "--port", str(port), "--workers", str(workers),
+                               "--loglevel", "warning"], env=env)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+        for _ in range(150):
+            try:
+                if http.get("/livez").status_code == 200:
+                    return server
+            except httpx.TransportError:
+                time.sleep(0.2)
+    raise RuntimeError("the API did not start")
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    server.wait(timeout=30)
+
+
 def main() -> None:
     if shutil.which("wrk") is None:
         sys.exit("bench/api_load.py needs wrk: apt-get install wrk")
     r = redis.Redis.from_url(REDIS_URL)
     r.flushdb()
+    figures: dict[str, float] = {}
     with fresh_postgres_database("veernet_bench") as db_url, tempfile.TemporaryDirectory() as data:
         port = free_port()
         env = {**os.environ, "DATABASE_URL": db_url, "BROKER_URL": REDIS_URL, "VEERNET_DATA_DIR": data,
                "CHECKPOINT_URL": str(Path(data) / "checkpoints"), "PYTHONPATH": str(ROOT)}
         subprocess.run([sys.executable, "-m", "api.cli", "migrate"], env=env, check=True, capture_output=True)
-        server = subprocess.Popen([sys.executable, "-m", "api.cli", "api", "--port", str(port),
-                                   "--loglevel", "warning"], env=env)
         base = f"http://127.0.0.1:{port}"
+        server = _serve(env, port, 1)
         try:
             with httpx.Client(base_url=base, timeout=30) as http:
-                for _ in range(100):
-                    try:
-                        if http.get("/livez").status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        time.sleep(0.2)
                 for _ in range(SEED_JOBS):
                     http.post("/jobs", json={"kind": "train", "config": CONFIG}).raise_for_status()
             _run_seeded_jobs(db_url)
-            trivial = _wrk(f"{base}/livez")
-            status = _wrk(base, STATUS_LUA % SEED_JOBS)
+            # Side by side on one server: one API process (the embedded default), then as docker-compose
+            # runs it (API_PROCESSES, about one per core).
+            for workers in (1, API_PROCESSES):
+                if workers != 1:
+                    _stop(server)
+                    server = _serve(env, port, workers)
+                trivial = _wrk(f"{base}/livez")
+                status = _wrk(base, STATUS_LUA % SEED_JOBS)
+                suffix = "" if workers == API_PROCESSES else f"_{workers}proc"
+                figures.update({f"trivial_rps{suffix}": round(trivial["rps"], 1),
+                                f"trivial_p99_ms{suffix}": round(trivial["p99_ms"], 2),
+                                f"status_rps{suffix}": round(status["rps"], 1),
+                                f"status_p99_ms{suffix}": round(status["p99_ms"], 2),
+                                f"status_over_trivial{suffix}": round(status["rps"] / trivial["rps"], 3),
+                                f"status_non_2xx{suffix}": status["non_2xx"]})
             started = time.monotonic()
             ids, failures = asyncio.run(_submit(base))
             elapsed = time.monotonic() - started
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            _stop(server)
         with psycopg.connect(db_url.replace("+psycopg", "")) as conn:
             rows = {row[0] for row in conn.execute("SELECT id FROM jobs WHERE status = 'queued'")}
-        queued = _queued_ids(r)
+        os.environ.update({"BROKER_URL": REDIS_URL, "DATABASE_URL": db_url})
+        from api.queue import jobs_in_broker
+        from api.settings import get_settings
+        from worker.celery_app import get_celery
+
+        get_settings.cache_clear()
+        get_celery.cache_clear()
+        queued = jobs_in_broker("train") or set()  # what the reaper reads: the messages waiting in Redis
         persisted = sum(1 for job_id in ids if job_id in rows and job_id in queued)
     print(json.dumps({
-        "clients": CLIENTS, "duration_s": DURATION_S,
-        "trivial_rps": round(trivial["rps"], 1), "trivial_p99_ms": round(trivial["p99_ms"], 2),
-        "status_rps": round(status["rps"], 1), "status_p99_ms": round(status["p99_ms"], 2),
-        "status_over_trivial": round(status["rps"] / trivial["rps"], 3),
-        "status_non_2xx": status["non_2xx"],
+        "clients": CLIENTS, "duration_s": DURATION_S, "api_processes": API_PROCESSES, **figures,
         "submit_rps": round(len(ids) / elapsed, 1), "submitted": len(ids), "submit_failures": failures,
         "persisted": persisted,
     }))
