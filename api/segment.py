@@ -22,7 +22,7 @@ from api.checkpoints import get_checkpoint
 from api.errors import CheckpointNotFound, JobNotFound, ServiceError
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
-from veernet_core.digitise import Calibration, CalibrationError
+from veernet_core.calibration import Calibration, CalibrationError
 
 MIN_SIDE = 32
 RESULT_FILES = {"result": "result.json", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
