@@ -325,7 +325,8 @@ class _Tracer:
                 shared = [p for p in options[k] if p.run in taken and not p.far]
                 if shared:
                     best[k] = min(shared, key=lambda p: p.cost)
-        wanted = [p.run for k in active for p in options[k] if not p.far]
+        # Runs more than one trace could take (one trace may reach a run on two levels: that is no contest).
+        wanted = [run for k in active for run in {p.run for p in options[k] if not p.far}]
         for k, pick in best.items():
             others = [predicted[j] - best[j].shift for j in best if j != k and best[j].run == pick.run]
             centre = self._split_centre(col, pick, predicted[k] - pick.shift, others) if others else None

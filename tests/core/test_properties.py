@@ -197,8 +197,6 @@ def test_a_smooth_curve_is_traced_within_half_a_pixel_wherever_it_is_drawn(curve
     assert bool((trace.confidence[drawn] > 0).all())
 
 
-@pytest.mark.xfail(strict=True, reason="known: after a gap of 14+ columns in which the curve turned, the tracer "
-                   "extrapolates the slope it had before the gap and does not pick the curve up again")
 def test_a_curve_that_turned_during_a_long_gap_is_picked_up_again() -> None:
     """Found by the property above with gaps up to 2 x max_gap (minimal case): one curve alone on the map,
     drawn in columns 0-11 and 26-39, a sine of period 30 px in a 40 px track."""
