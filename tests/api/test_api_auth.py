@@ -57,6 +57,8 @@ class Endpoint:
         kwargs: dict[str, Any] = {"method": self.method, "url": self.path.format(**values)}
         if self.kind == "submit":
             kwargs["json"] = {"kind": "train", "config": SMALL_CONFIG}
+        if self.kind == "plan":
+            kwargs["json"] = {"config": PLAN_CONFIG, "interruptions": 1}
         if self.kind == "segment":
             kwargs.update(segment_form({"calibration": CALIBRATION, "model": {"checkpoint_id": values["checkpoint"]}}))
         return kwargs
@@ -85,9 +87,15 @@ ENDPOINTS = {
     "GET /redoc": Endpoint("GET", "/redoc", "open"),
     "GET /openapi.json": Endpoint("GET", "/openapi.json", "open"),
     "GET /metrics": Endpoint("GET", "/metrics", "admin"),
+    "POST /plan": Endpoint("POST", "/plan", "plan"),
+    "POST /plan/chart.svg": Endpoint("POST", "/plan/chart.svg", "plan"),
     "GET /": Endpoint("GET", "/", "open"),
     "GET /dashboard/{name}": Endpoint("GET", "/dashboard/app.js", "open"),
 }
+# A plan is arithmetic over the fleet's measurements, no tenant's data: every key may ask. A tiny model, so
+# that its probes on this host take a second.
+PLAN_CONFIG = {"epochs": 2, "effective_batch": 4, "data": {"dataset_size": 24, "scale": 0.04},
+               "model": {"widths": [4, 4, 8, 8, 8, 16], "transformer_heads": 1, "transformer_ff": 16}}
 CALLERS = ("no key", "bad key", "revoked key", "other tenant", "own tenant", "admin")
 REFUSED = {"no key", "bad key", "revoked key"}
 
@@ -161,6 +169,8 @@ def check_other_tenant(client: TestClient, endpoint: Endpoint, world: World, res
         assert response.status_code == 200 and response.json()["total"] == 0 and response.json()["items"] == []
     elif endpoint.kind == "submit":
         assert response.status_code == 202 and response.json()["tenant"] == OTHER
+    elif endpoint.kind == "plan":
+        assert response.status_code == 200, response.text
     else:  # the owner's job or checkpoint: 404, word for word as for one that does not exist
         missing = client.request(**endpoint.request(world, train=MISSING, segment=MISSING, queued=MISSING,
                                                     checkpoint=MISSING), headers=bearer(admin_key))
@@ -182,6 +192,8 @@ def check_success(name: str, response: httpx.Response, world: World, tenant: str
         "GET /jobs/{job_id}/events": lambda: [e["kind"] for e in body["items"]] == ["queued", "claimed", "checkpoint"],
         "GET /jobs/{job_id}/history": lambda: body == [],  # build_world's checkpoint carries no epoch record
         "GET /metrics": lambda: 'veernet_jobs{kind="train",status="running"} 1.0' in response.text,
+        "POST /plan": lambda: body["data"]["steps_per_epoch"] > 0 and body["interruptions"]["k"] == 1,
+        "POST /plan/chart.svg": lambda: response.text.lstrip().startswith("<svg"),
         "GET /checkpoints": lambda: [c["id"] for c in body["items"]] == [world.checkpoint],
         "GET /checkpoints/{checkpoint_id}": lambda: body["id"] == world.checkpoint,
         "GET /checkpoints/{checkpoint_id}/download": lambda: response.content == world.checkpoint_data,
