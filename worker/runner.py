@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from api import jobs
 from api.db import session_scope
-from api.logs import bind_attempt, bind_job
+from api.logs import bind_attempt, bind_job, job_context
 from api.models import Job
 from api.queue import send_job_id
 from api.registry import DbCheckpointRegistry, LeaseLost
@@ -142,7 +142,13 @@ def start_job(job_id: int, settings: Settings) -> tuple[int, Job, Heartbeat] | N
 
 
 def run_training_job(job_id: int) -> str:
-    """Claim and run a training job; returns what happened (for logs and tests)."""
+    """Claim and run a training job; returns what happened (for logs and tests). Log lines name the
+    job and, once claimed, its attempt; neither outlives the call."""
+    with job_context(job_id):
+        return _run_training_job(job_id)
+
+
+def _run_training_job(job_id: int) -> str:
     settings = get_settings()
     started = start_job(job_id, settings)  # first: a duplicate delivery costs one query, not a torch import
     if started is None:

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from api import jobs
+from api.logs import job_context
 from api.segment import input_key, result_key
 from api.settings import Settings, get_settings
 from api.storage import get_store
@@ -92,6 +93,13 @@ class _Stopwatch:
 
 
 def run_segment_job(job_id: int) -> str:
+    """Claim and digitise a segment job; log lines name the job and attempt during the call only (a segment
+    worker keeps its process between scans)."""
+    with job_context(job_id):
+        return _run_segment_job(job_id)
+
+
+def _run_segment_job(job_id: int) -> str:
     settings = get_settings()
     started = start_job(job_id, settings)
     if started is None:
