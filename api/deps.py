@@ -24,8 +24,12 @@ bearer = HTTPBearer(auto_error=False, scheme_name="ApiKey", description=(
     "while VEERNET_ADMIN_KEY is unset."))
 
 
-def get_principal(request: Request,
-                  _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
+# The dependencies that do no I/O are ``async def``: FastAPI runs a plain ``def`` dependency in its thread
+# pool, and on a polled endpoint those hand-offs cost more than the work (api_load's status figures).
+
+
+async def get_principal(request: Request,
+                        _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
     """Who the request acts for, as api.middleware.ApiKeyMiddleware established it."""
     principal = getattr(request.state, "principal", None)
     if not isinstance(principal, Principal):  # the middleware is not installed: refuse, never guess
@@ -34,7 +38,7 @@ def get_principal(request: Request,
     return principal
 
 
-def reject_unknown_query(request: Request) -> None:
+async def reject_unknown_query(request: Request) -> None:
     """422 for a query parameter the operation does not take: a typo (?stauts=queued) must not pass unnoticed."""
     if not request.query_params:
         return
@@ -52,7 +56,11 @@ SessionDep = Annotated[Session, Depends(get_session)]
 JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="A job's id")]
 CheckpointId = Annotated[int, Path(ge=1, le=MAX_ID, description="A checkpoint's id")]
 Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+async def settings_dep() -> Settings:
+    return get_settings()
+
+
+SettingsDep = Annotated[Settings, Depends(settings_dep)]
 StoreDep = Annotated[LocalStore | S3Store, Depends(get_store)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 

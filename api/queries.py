@@ -98,15 +98,23 @@ def job_detail(session: Session, job_id: int, settings: Settings, tenant: str | 
     return detail
 
 
+def cached_detail_json(job_id: int, settings: Settings, tenant: str | None = None) -> bytes | None:
+    """The bytes :func:`job_detail_json` served for this job within STATUS_CACHE_SECONDS, if its tenant
+    (or the admin) asks again; None otherwise. No I/O: safe on the event loop."""
+    cached = _JSON_CACHE.get((settings.database_url, job_id))
+    if (cached is not None and time.monotonic() - cached[0] < settings.status_cache_seconds
+            and tenant in (None, cached[2])):
+        return cached[1]
+    return None
+
+
 def job_detail_json(session: Session, job_id: int, settings: Settings, tenant: str | None = None) -> bytes:
     """:func:`job_detail` as JSON; the same bytes are served again, to its tenant or the admin, for
     STATUS_CACHE_SECONDS."""
-    key = (settings.database_url, job_id)
-    cached = _JSON_CACHE.get(key)
-    now = time.monotonic()
-    if (cached is not None and now - cached[0] < settings.status_cache_seconds
-            and tenant in (None, cached[2])):
-        return cached[1]
+    cached = cached_detail_json(job_id, settings, tenant)
+    if cached is not None:
+        return cached
+    key, now = (settings.database_url, job_id), time.monotonic()
     detail = job_detail(session, job_id, settings, tenant)
     data = detail.model_dump_json().encode()
     if settings.status_cache_seconds > 0:
