@@ -19,7 +19,7 @@ from datetime import datetime
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from api.db import get_engine
+from api.db import read_one
 from api.errors import ServiceError
 from api.models import LOCAL_TENANT, ApiKey, utcnow
 from api.settings import Settings
@@ -138,9 +138,7 @@ _KEY_QUERY = select(ApiKey.id, ApiKey.tenant, ApiKey.revoked_at)
 
 def _key_row(settings: Settings, key_hash: str) -> tuple[int, str, datetime | None] | None:
     """One autocommit round trip: no transaction (on SQLite, no write lock) for a read on every request."""
-    engine = get_engine(settings.database_url).execution_options(isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        row = connection.execute(_KEY_QUERY.where(ApiKey.key_hash == key_hash)).one_or_none()
+    row = read_one(settings.database_url, _KEY_QUERY.where(ApiKey.key_hash == key_hash))
     return None if row is None else (row.id, row.tenant, row.revoked_at)
 
 

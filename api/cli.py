@@ -204,10 +204,17 @@ def _keys_table() -> Iterator[None]:
 
 
 def main() -> None:
+    """`veernet`: a command's own errors and a mistyped command line alike end as one ``error:`` line."""
     try:
-        app()
-    except KeyboardInterrupt:
+        code = app(standalone_mode=False)
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    except typer.TyperException as exc:  # a usage error: an unknown option, a missing or bad argument
+        message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+        context = getattr(exc, "ctx", None)
+        typer.echo(f"error: {message} (see `{context.command_path if context else 'veernet'} --help`)", err=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

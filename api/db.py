@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.settings import get_settings
@@ -26,6 +27,7 @@ POSTGRES_POOL_SIZE, POSTGRES_MAX_OVERFLOW = 10, 20  # the API serves requests fr
 
 _lock = threading.Lock()
 _engines: dict[tuple[int, str], Engine] = {}
+_read_engines: dict[tuple[int, str], Engine] = {}  # read_one's: no pre-ping, autocommit
 _factories: dict[tuple[int, str], sessionmaker[Session]] = {}
 
 
@@ -44,18 +46,18 @@ def _idle_in_transaction_option() -> str:
     return f"-c idle_in_transaction_session_timeout={timeout_ms}"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, pre_ping: bool = True) -> Engine:
     """A new engine for ``url``; use :func:`get_engine` for the process's shared one."""
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, parsed.database)
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(url, pool_pre_ping=True, pool_size=POSTGRES_POOL_SIZE,
+        return create_engine(url, pool_pre_ping=pre_ping, pool_size=POSTGRES_POOL_SIZE,
                              max_overflow=POSTGRES_MAX_OVERFLOW,
                              connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
                                            "options": _idle_in_transaction_option()})
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=pre_ping)
 
 
 def _sqlite_engine(url: str, database: str | None) -> Engine:
@@ -128,13 +130,38 @@ def get_session() -> Iterator[Session]:
         yield session
 
 
+def read_one(url: str, statement: Any, params: dict[str, Any] | None = None) -> Any:
+    """One row (or None) of a single read in autocommit: no BEGIN/ROLLBACK, and no pre-ping round trip.
+
+    For the reads made on every request (a polled job's version, an API key). Their pool does not
+    ping before each checkout, so a connection that went stale (a database restart) fails once:
+    SQLAlchemy then invalidates the pool and the read is made again on a fresh connection, as a
+    ping would have, without paying a round trip for it every time.
+    """
+    key = (os.getpid(), normalize_url(url))
+    engine = _read_engines.get(key)
+    if engine is None:
+        with _lock:
+            engine = _read_engines.setdefault(
+                key, make_engine(key[1], pre_ping=False).execution_options(isolation_level="AUTOCOMMIT"))
+    for retry in (False, True):
+        try:
+            with engine.connect() as connection:
+                return connection.execute(statement, params or {}).one_or_none()
+        except DBAPIError as exc:
+            if retry or not exc.connection_invalidated:
+                raise
+    return None  # not reached: the second attempt returns or raises
+
+
 def dispose_engines() -> None:
     """Close every pooled connection of this process and forget the engines (tests, shutdown)."""
     with _lock:
-        for (pid, _url), engine in list(_engines.items()):
-            if pid == os.getpid():
-                engine.dispose()
-        _engines.clear()
+        for engines in (_engines, _read_engines):
+            for (pid, _url), engine in list(engines.items()):
+                if pid == os.getpid():
+                    engine.dispose()
+            engines.clear()
         _factories.clear()
 
 

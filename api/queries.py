@@ -13,7 +13,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from api.checkpoints import last_checkpoint
-from api.db import get_engine
+from api.db import read_one
 from api.errors import JobNotFound
 from api.eta import live_eta_seconds, queued_estimate
 from api.jobs import get_job
@@ -136,9 +136,7 @@ _VERSION_QUERY = select(Job.updated_at, Job.status, select(func.max(JobEvent.id)
 
 def _job_version(job_id: int, settings: Settings) -> tuple[object, ...] | None:
     """(updated_at, status, newest event id, tenant): one autocommit round trip, no BEGIN/ROLLBACK."""
-    engine = get_engine(settings.database_url).execution_options(isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        row = connection.execute(_VERSION_QUERY, {"job_id": job_id}).one_or_none()
+    row = read_one(settings.database_url, _VERSION_QUERY, {"job_id": job_id})
     return None if row is None else tuple(row)
 
 

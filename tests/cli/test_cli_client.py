@@ -346,3 +346,16 @@ def test_plan_prints_the_plan_and_writes_its_chart(cli_service: CliService, trai
     assert plan["data"]["steps_per_epoch"] == trained["detail"]["progress"]["steps_per_epoch"]
     bad = one_error_line(cli("plan", str(path), "--window-hours", "-1", "--no-probe"))
     assert "window_hours" in bad
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["list", "--stauts", "queued"], "error: No such option: --stauts"),
+    (["status"], "error: Missing argument"),
+    (["list", "--limit", "many"], "error: Invalid value for '--limit'"),
+    (["sumbit"], "error: No such command 'sumbit'"),
+])
+def test_a_mistyped_command_line_is_one_line_too(cli_service: CliService, argv: list[str], expected: str) -> None:
+    result = cli_service.cli(*argv)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(expected) and lines[0].endswith("--help`)"), result.stderr
