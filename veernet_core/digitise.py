@@ -127,6 +127,12 @@ class _RunTable:
             runs = self._cache[col] = _Runs(*(values[i:j] for values in lists))
         return runs
 
+    def column(self, col: int) -> tuple[list[list[Any]], int, int]:
+        """A column's runs without copying: the lists of its chunk (lo, hi, centre, confidence, f_lo, f_hi,
+        f_c) and the column's index range [i, j) in them."""
+        first, lists = self._lists(col // CACHED_COLUMNS)
+        return lists, self.bounds[col] - first, self.bounds[col + 1] - first
+
     def _lists(self, chunk: int) -> tuple[int, list[list[Any]]]:
         """(index of the chunk's first run, its runs as lists) for columns chunk * CACHED_COLUMNS onwards."""
         if chunk not in self._chunks:
@@ -295,11 +301,72 @@ class _Tracer:
 
     def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Detections per trace and column: unwrapped fraction (NaN: none), level, confidence."""
+        single = len(self.tracks) == 1
         for col in range(self.prob.shape[1]):
+            if single and self.tracks[0].gap(col) <= self.opts.max_gap:
+                self._follow(col)
+                continue
             active = [k for k, t in enumerate(self.tracks) if t.gap(col) <= self.opts.max_gap]
             claimed = self._assign(col, active)
             self._births(col, [k for k in range(len(self.tracks)) if k not in active], claimed)
         return self.u, self.level, self.conf
+
+    def _follow(self, col: int) -> None:
+        """`_assign` for a channel that carries one active trace: its cheapest candidate, as `candidates`
+        and `_distance` find it, computed inline without building picks. The same arithmetic in the same
+        order and the same tie-breaking (the first cheapest: shifts ascending, near runs before far ones,
+        runs top to bottom), so the same trace; one trace has no contests, shares or idle partners."""
+        track, opts, span = self.tracks[0], self.opts, self.span
+        level, extent, gap = track.level, track.extent, track.gap(col)
+        p = track.predict(col, opts)
+        gate = opts.gate_px / span + opts.gate_per_gap_column * max(gap, track.coasting(col))
+        edge = opts.edge_px / span
+        entry = edge + opts.gate_per_gap_column * gap
+        out_lo, out_hi = extent if extent and len(track.cols) >= opts.history else (math.nan, math.nan)
+        ext_lo, ext_hi = extent if extent is not None else (math.nan, math.nan)
+        touch = 1.0 / span
+        lists, first, last = self.runs.column(col)
+        f_lo, f_hi, f_c = lists[4], lists[5], lists[6]
+        best_cost, best_run, best_shift, best_far = math.inf, -1, 0, False
+        for shift in (level - 1, level, level + 1):
+            if shift not in (-1, 0, 1):
+                continue
+            if shift > level and not out_hi >= shift - entry:
+                continue
+            if shift < level and not out_lo <= shift + 1 + entry:
+                continue
+            level_cost = edge * abs(shift - level)
+            near_cost, near_run, far_cost, far_run = math.inf, -1, math.inf, -1
+            for r in range(first, last):
+                a, b = f_lo[r] + shift - p, p - f_hi[r] - shift
+                distance = b if b > a else a
+                if distance < 0.0:
+                    distance = 0.0
+                if extent is not None:
+                    a, b = f_lo[r] + shift - ext_hi, ext_lo - f_hi[r] - shift
+                    to_last = (b if b > a else a) - touch
+                    if to_last < 0.0:
+                        to_last = 0.0
+                    if to_last < distance:
+                        distance = to_last
+                if distance <= gate:
+                    cost = distance + 0.1 * abs(f_c[r] + shift - p) + level_cost
+                    if cost < near_cost:
+                        near_cost, near_run = cost, r
+                elif distance <= opts.far_gate:
+                    cost = 1.0 + (distance + 0.1 * abs(f_c[r] + shift - p) + level_cost)
+                    if cost < far_cost:
+                        far_cost, far_run = cost, r
+            if near_run >= 0 and near_cost < best_cost and not far_cost < near_cost:
+                best_cost, best_run, best_shift, best_far = near_cost, near_run, shift, False
+            elif far_run >= 0 and far_cost < best_cost:
+                best_cost, best_run, best_shift, best_far = far_cost, far_run, shift, True
+        if best_run >= 0:
+            u = f_c[best_run] + best_shift
+            spans = (f_lo[best_run] + best_shift, f_hi[best_run] + best_shift)
+            track.add(col, u, best_shift, spans, False, best_far, opts)
+            self.u[0, col], self.level[0, col] = u, best_shift
+            self.conf[0, col] = lists[3][best_run]
 
     def _assign(self, col: int, active: list[int]) -> dict[int, _Pick]:
         """The most active tracks matched to distinct runs, cheapest first; close misses then share."""

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from veernet_core import digitise as digitise_module
 from veernet_core.digitise import (
     Calibration,
     CalibrationError,
@@ -125,6 +126,55 @@ def test_two_curves_crossing_keep_their_identity() -> None:
     away = np.abs(falling - rising) > 3  # centroids of merged runs are not exact at the crossing itself
     np.testing.assert_allclose(first.row[away], falling[away], atol=1e-6)
     np.testing.assert_allclose(second.row[away], rising[away], atol=1e-6)
+
+
+def _noisy_single_curve(seed: int, width: int = 600) -> np.ndarray:
+    """One wrapping, stepping curve with short and long gaps among specks, some right beside it: a map
+    on which a trace meets near and far candidates, ties, wraps and restarts."""
+    rng = np.random.default_rng(seed)
+    x = np.arange(width, dtype=np.float64)
+    fraction = 0.5 + 0.75 * np.sin(2 * math.pi * x / rng.uniform(150, 400) + rng.uniform(0, 2 * math.pi))
+    fraction[width // 3:] += rng.choice([-0.15, 0.15])  # a bed step
+    rows = TOP + np.mod(fraction, 1.0) * (BOTTOM - TOP)  # past an edge the curve comes back at the other
+    for _ in range(6):
+        start = int(rng.integers(0, width - 10))
+        rows[start : start + int(rng.integers(1, 10))] = np.nan
+    long_gap = int(rng.integers(0, width - 60))  # longer than max_gap: the trace goes idle and starts again
+    prob = tent_map(rows)
+    for col in range(width):
+        for _ in range(int(rng.poisson(2.0))):
+            centre = rows[col] + rng.uniform(-5, 5) if np.isfinite(rows[col]) and rng.random() < 0.4 \
+                else rng.uniform(0, HEIGHT - 1)
+            lo = int(np.clip(round(centre), 0, HEIGHT - 1))
+            speck = prob[lo : lo + int(rng.integers(1, 4)), col]
+            speck[:] = np.maximum(speck, rng.uniform(0.5, 1.0))
+    prob[:, long_gap : long_gap + 50] = 0.0  # blank paper: no speck to follow across it either
+    return prob
+
+
+def test_a_one_trace_channel_takes_the_runs_the_general_search_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A channel with one trace is followed by an inlined search (`_Tracer._follow`); the general
+    assignment over combinations must give exactly the same trace on noisy maps."""
+    follow = digitise_module._Tracer._follow
+    calls = []
+
+    def counted(self: digitise_module._Tracer, col: int) -> None:
+        calls.append(col)
+        follow(self, col)
+
+    def general(self: digitise_module._Tracer, col: int) -> None:
+        self._births(col, [], self._assign(col, [0]))
+
+    maps = [_noisy_single_curve(seed) for seed in range(12)]
+    monkeypatch.setattr(digitise_module._Tracer, "_follow", counted)
+    inlined = [trace_curves(prob, TOP, BOTTOM) for prob in maps]
+    assert len(calls) > 0.8 * sum(prob.shape[1] for prob in maps)
+    monkeypatch.setattr(digitise_module._Tracer, "_follow", general)
+    for prob, (fast,) in zip(maps, inlined, strict=True):
+        (slow,) = trace_curves(prob, TOP, BOTTOM)
+        assert fast.wrapped.any() and fast.bridged.any() and np.isnan(fast.u).any()  # the map has what it should
+        for name in ("u", "level", "row", "confidence", "bridged"):
+            np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
 
 
 def _wrapping_log() -> SynthLog:
