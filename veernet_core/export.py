@@ -26,6 +26,13 @@ PALETTE = ((230, 159, 0), (0, 114, 178), (204, 121, 167), (0, 158, 115), (213, 9
 # zlib's fastest level: about 3x faster than Pillow's default (6) on full-scale scans, for 7-17 % more
 # bytes; mask and overlay are pictures to look at, and encoding them was a tenth of a digitisation.
 PNG_COMPRESS_LEVEL = 1
+# The overlay's scan, faded to keep the colours readable: gray g becomes 0.6 g + 102 (float32, truncated).
+_FADE = (np.arange(256, dtype=np.float32) * np.float32(0.6) + np.float32(102.0)).astype(np.uint8)
+BORDER_GRAY = 120  # palette index of the dotted track borders: the gray (120, 120, 120)
+# The overlay's palette: grays, with the curve colours at indices 0-5, darker than any faded gray.
+_OVERLAY_PALETTE = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, axis=1)
+_OVERLAY_PALETTE[: len(PALETTE)] = PALETTE
+assert int(_FADE.min()) >= len(PALETTE), "the curve colours' palette indices must not be faded grays"
 
 
 @dataclass(frozen=True)
@@ -193,36 +200,52 @@ def overlay_png(image: np.ndarray, d: Digitised) -> bytes:
     the track borders dotted, each curve named at its first point."""
     if image.ndim != 2:
         raise ValueError(f"image must be grayscale (H, W), got shape {image.shape}")
-    faded = (np.asarray(image, dtype=np.float32) * 0.6 + 102.0).astype(np.uint8)  # keep colours readable
-    canvas = Image.fromarray(faded, mode="L").convert("RGB")
+    # Drawn on palette indices (one byte a pixel: a third of an RGB PNG to encode), the same picture:
+    # index i is the gray (i, i, i) and the curve colours take indices below the faded scan's grays.
+    height, width = image.shape
+    canvas = Image.frombytes("P", (width, height), _FADE[np.asarray(image, dtype=np.uint8)].tobytes())
+    canvas.putpalette(_OVERLAY_PALETTE.tobytes(), rawmode="RGB")
     pen = ImageDraw.Draw(canvas)
-    _track_borders(pen, d, image.shape[1])
+    _track_borders(pen, d, width)
     for k, (name, curve) in enumerate(zip(unique_mnemonics(d.curves), d.curves, strict=True)):
-        _draw_trace(pen, curve, PALETTE[k % len(PALETTE)], name)
+        _draw_trace(pen, curve, k % len(PALETTE), name)
     return _png(canvas)
 
 
 def _track_borders(pen: ImageDraw.ImageDraw, d: Digitised, width: int) -> None:
     for row in (d.calibration.track_top, d.calibration.track_bottom):
         for x in range(0, width, 8):
-            pen.line([(x, row), (min(x + 3, width - 1), row)], fill=(120, 120, 120))
+            pen.line([(x, row), (min(x + 3, width - 1), row)], fill=BORDER_GRAY)
 
 
-def _draw_trace(pen: ImageDraw.ImageDraw, curve: DigitisedCurve, colour: tuple[int, int, int], name: str) -> None:
+def _draw_trace(pen: ImageDraw.ImageDraw, curve: DigitisedCurve, colour: int, name: str) -> None:
     trace = curve.trace
     rows = trace.row
     found = np.isfinite(rows)
     # Join neighbouring columns on the same level; a wrap jumps across the track and is not joined.
     joined = found[:-1] & found[1:] & (trace.level[:-1] == trace.level[1:])
-    for col in np.nonzero(joined)[0].tolist():
-        thin = bool(trace.bridged[col] or trace.bridged[col + 1])
-        pen.line([(col, float(rows[col])), (col + 1, float(rows[col + 1]))], fill=colour, width=1 if thin else 2)
+    thin = trace.bridged[:-1] | trace.bridged[1:]
+    # One polyline per stretch of joined segments of one width: Pillow draws a polyline segment by
+    # segment, so the pixels are those of one call per segment, without a Python call per column.
+    for first, last in _stretches(joined, thin):
+        points = list(zip(range(first, last + 2), rows[first : last + 2].tolist(), strict=True))
+        pen.line(points, fill=colour, width=1 if thin[first] else 2)
     lone = found & ~np.concatenate([[False], joined]) & ~np.concatenate([joined, [False]])
     for col in np.nonzero(lone)[0].tolist():
         pen.point((col, float(rows[col])), fill=colour)
     if found.any():
         first = int(np.argmax(found))
         pen.text((first + 2, max(0.0, float(rows[first]) - 10)), name, fill=colour)
+
+
+def _stretches(joined: np.ndarray, thin: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last) segment of every maximal stretch of joined segments with the same `thin` flag."""
+    kind = np.where(joined, thin.astype(np.int8), np.int8(-1))
+    change = np.flatnonzero(np.diff(kind)) + 1
+    starts = np.concatenate([[0], change])
+    stops = np.concatenate([change, [kind.size]]) - 1
+    keep = kind[starts] >= 0
+    return list(zip(starts[keep].tolist(), stops[keep].tolist(), strict=True))
 
 
 def _png(image: Image.Image) -> bytes:

@@ -10,9 +10,9 @@ from pathlib import Path
 import lasio
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
-from veernet_core.digitise import Calibration, CurveScale, DepthScale, Digitised, digitise
+from veernet_core.digitise import Calibration, ColumnTrace, CurveScale, DepthScale, Digitised, digitise
 from veernet_core.export import LAS_NULL, PALETTE, ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
 
 HEIGHT, WIDTH, TOP, BOTTOM = 64, 300, 4.0, 59.0
@@ -134,6 +134,48 @@ def test_overlay_draws_each_curve_in_its_colour_over_the_scan(result: Digitised)
         window = overlay[max(row - 1, 0): row + 2, col]
         assert any(tuple(px) == PALETTE[k] for px in window), f"curve {k} not drawn at column {col}"
     assert tuple(overlay[HEIGHT // 2, WIDTH - 1]) != PALETTE[0]  # GR is null there: nothing drawn
+
+
+def _segment_by_segment(scan: np.ndarray, d: Digitised) -> np.ndarray:
+    """The overlay's lines as an RGB picture drawn one segment per column pair (no borders, no names)."""
+    canvas = Image.fromarray((scan.astype(np.float32) * 0.6 + 102.0).astype(np.uint8), mode="L").convert("RGB")
+    pen = ImageDraw.Draw(canvas)
+    for k, curve in enumerate(d.curves):
+        t = curve.trace
+        for col in range(t.row.size - 1):
+            if np.isfinite(t.row[col]) and np.isfinite(t.row[col + 1]) and t.level[col] == t.level[col + 1]:
+                thin = bool(t.bridged[col] or t.bridged[col + 1])
+                pen.line([(col, float(t.row[col])), (col + 1, float(t.row[col + 1]))], fill=PALETTE[k],
+                         width=1 if thin else 2)
+    return np.asarray(canvas)
+
+
+def test_overlay_polylines_and_palette_give_the_picture_of_one_rgb_segment_per_column(result: Digitised) -> None:
+    """The overlay draws stretches of one width as polylines on palette indices; away from the track
+    borders and the curve names, its pixels are those of an RGB drawing segment by segment, through
+    bridged stretches, wraps and nulls."""
+    rng = np.random.default_rng(5)
+    scan = rng.integers(0, 256, (HEIGHT, WIDTH), dtype=np.uint8)
+    first = result.curves[0]
+    trace = first.trace
+    bridged, level, row = trace.bridged.copy(), trace.level.copy(), trace.row.copy()
+    bridged[20:35] = bridged[60:61] = True
+    level[70:90] = 1
+    row[40:42] = np.nan
+    edited = ColumnTrace(trace.u, level, row, trace.confidence, bridged)
+    curves = [type(first)(first.mnemonic, first.unit, first.values, first.confidence, first.wrapped, edited),
+              *result.curves[1:]]
+    d = Digitised(result.depth, result.depth_unit, result.step, curves, result.calibration, result.image_size)
+    picture = Image.open(io.BytesIO(overlay_png(scan, d)))
+    assert picture.mode == "P"
+    overlay = np.asarray(picture.convert("RGB"))
+    expected = _segment_by_segment(scan, d)
+    compared = np.ones((HEIGHT, WIDTH), dtype=bool)
+    compared[[int(TOP), int(BOTTOM)], :] = False  # the dotted borders
+    compared[:, :40] = False  # the names, drawn beside each curve's first point
+    assert compared.sum() > 0.8 * compared.size
+    np.testing.assert_array_equal(overlay[compared], expected[compared])
+    assert (overlay[compared] == np.asarray(PALETTE[0])).all(axis=-1).any()  # a curve is drawn there
 
 
 def test_a_single_sample_cannot_make_a_las_file(result: Digitised) -> None:
