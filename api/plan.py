@@ -293,7 +293,7 @@ def _reliability(request: PlanRequest, target: str | None, taxes: list[float], r
     if taxes:
         tax, source = statistics.median(taxes), f"median of {len(taxes)} measured recoveries on {target}"
     else:
-        tax = settings.lease_seconds + settings.reaper_interval_seconds + speed.startup_s
+        tax = settings.lease_seconds + settings.reaper_interval_seconds + speed.restart_s
         source = "estimate, none measured: one lease to notice the loss, one reaper pass, and a fresh start-up"
     return Reliability(request.interruptions, tax, source, rate)
 

@@ -5,6 +5,13 @@ of each fit ``peak = fixed + per_pixel * pixels``. On CUDA the peak is the alloc
 ``max_memory_allocated``; on CPU it is the peak of the tensor allocations the profiler records
 (the CPU allocator keeps no statistics). The training loop's pixel budget and the planner both
 come from this model.
+
+The network takes one of two paths per pass (``veernet_core.data.model_extents``): images that all
+fill the padded tensor run unmasked, a micro-batch of mixed sizes runs the masked path, whose fused
+norm keeps fewer tensors for backward (about a fifth less per pixel). A third probe, two images of
+the larger size with one a column narrower, measures the masked path's slope against the same
+fixed part. The pixel budget uses the larger slope, so it fits either path; the planner predicts a
+micro-batch's peak from the path (and, on CPU, the runs of ``VeerNet._forward_in_parts``) it takes.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from veernet_core.config import ModelConfig
 from veernet_core.losses import step_loss
-from veernet_core.model import VeerNet
+from veernet_core.model import CPU_PART_PIXELS, VeerNet, _parts
 
 PROBE_SIZES = ((64, 512), (64, 1024))  # small enough to run anywhere, far enough apart to fit a slope
 
@@ -29,21 +36,42 @@ class MemoryModel:
     bytes_per_pixel: float  # activations kept for backward and transient buffers, per padded pixel
     probe_pixels: tuple[int, int]
     probe_peaks: tuple[int, int]
+    masked_bytes_per_pixel: float | None = None  # the masked path's slope (mixed sizes); None: not probed
 
     def peak_bytes(self, pixels: int) -> float:
-        return self.fixed_bytes + self.bytes_per_pixel * pixels
+        """The peak of a pass over `pixels` padded pixels on the path that keeps more (the budget's bound)."""
+        return self.fixed_bytes + max(self.bytes_per_pixel, self.masked_bytes_per_pixel or 0.0) * pixels
 
     def pixel_budget(self, available_bytes: float) -> int:
         """The most padded pixels per physical batch that keep the peak within `available_bytes`."""
-        return max(0, int((available_bytes - self.fixed_bytes) / self.bytes_per_pixel))
+        slope = max(self.bytes_per_pixel, self.masked_bytes_per_pixel or 0.0)
+        return max(0, int((available_bytes - self.fixed_bytes) / slope))
+
+    def batch_peak_bytes(self, extents: list[tuple[int, int]]) -> float:
+        """The peak of one micro-batch of images with these aligned (height, width), on the path it takes.
+
+        As ``VeerNet.forward`` runs it: on CPU a batch of more than CPU_PART_PIXELS runs as runs of
+        consecutive images, each cropped to its own largest extent, and all runs' activations are kept
+        for backward; a run (or the batch) whose images all fill it is unmasked, else masked.
+        """
+        height, width = max(h for h, _ in extents), max(w for _, w in extents)
+        runs = [(0, len(extents), height, width)]
+        if self.device == "cpu" and len(extents) > 1 and len(extents) * height * width > CPU_PART_PIXELS:
+            runs = _parts(extents, CPU_PART_PIXELS)
+        total = self.fixed_bytes
+        for start, end, run_h, run_w in runs:
+            fills = all(size == (run_h, run_w) for size in extents[start:end])
+            slope = self.bytes_per_pixel if fills else (self.masked_bytes_per_pixel or self.bytes_per_pixel)
+            total += slope * (end - start) * run_h * run_w
+        return total
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def _peak_cpu(model: VeerNet, image: torch.Tensor, target: torch.Tensor) -> int:
+def _peak_cpu(model: VeerNet, image: torch.Tensor, target: torch.Tensor, extents: torch.Tensor | None) -> int:
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        _forward_backward(model, image, target)
+        _forward_backward(model, image, target, extents)
     events = prof.profiler.kineto_results.events() if prof.profiler else []
     allocations = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
     current = peak = 0
@@ -53,21 +81,39 @@ def _peak_cpu(model: VeerNet, image: torch.Tensor, target: torch.Tensor) -> int:
     return peak
 
 
-def _peak_cuda(model: VeerNet, image: torch.Tensor, target: torch.Tensor, dtype: torch.dtype | None) -> int:
+def _peak_cuda(model: VeerNet, image: torch.Tensor, target: torch.Tensor, extents: torch.Tensor | None,
+               dtype: torch.dtype | None) -> int:
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
     with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
-        _forward_backward(model, image, target)
+        _forward_backward(model, image, target, extents)
     torch.cuda.synchronize()
     return int(torch.cuda.max_memory_allocated() - base)
 
 
-def _forward_backward(model: VeerNet, image: torch.Tensor, target: torch.Tensor) -> None:
+def _forward_backward(model: VeerNet, image: torch.Tensor, target: torch.Tensor,
+                      extents: torch.Tensor | None = None) -> None:
     model.zero_grad(set_to_none=True)
-    logits = model(image)
+    logits = model(image, extents)
     valid = torch.ones_like(target, dtype=torch.float32)
     step_loss(logits, target, valid, int(valid.numel()), image.shape[0]).backward()
+
+
+def _probe_peak(model: VeerNet, config: ModelConfig, device: torch.device, amp_dtype: torch.dtype | None,
+                extents: list[tuple[int, int]]) -> int:
+    """Peak bytes of one forward and backward of images padded to the largest of `extents`."""
+    height, width = max(h for h, _ in extents), max(w for _, w in extents)
+    image = torch.rand(len(extents), 1, height, width, device=device)
+    target = torch.randint(0, max(2, config.out_channels), (len(extents), height, width), device=device)
+    if config.out_channels == 1:
+        target = target.clamp(max=1)
+    fills = all(size == (height, width) for size in extents)
+    given = None if fills else torch.tensor(extents, dtype=torch.int64, device=device)
+    _forward_backward(model, image, target, given)  # warm-up: lazy allocations are not per-pixel
+    if device.type == "cuda":
+        return _peak_cuda(model, image, target, given, amp_dtype)
+    return _peak_cpu(model, image, target, given)
 
 
 def probe_memory(config: ModelConfig, device: str | torch.device = "cpu",
@@ -76,22 +122,17 @@ def probe_memory(config: ModelConfig, device: str | torch.device = "cpu",
     """Fit the memory model on `device` for a model of `config` (weights are random: size is all)."""
     device = torch.device(device)
     model = VeerNet(config).to(device).train()
-    peaks, pixels = [], []
-    for height, width in sizes:
-        image = torch.rand(1, 1, height, width, device=device)
-        target = torch.randint(0, max(2, config.out_channels), (1, height, width), device=device)
-        if config.out_channels == 1:
-            target = target.clamp(max=1)
-        _forward_backward(model, image, target)  # warm-up: lazy allocations are not per-pixel
-        if device.type == "cuda":
-            peaks.append(_peak_cuda(model, image, target, amp_dtype))
-        else:
-            peaks.append(_peak_cpu(model, image, target))
-        pixels.append(height * width)
+    peaks = [_probe_peak(model, config, device, amp_dtype, [size]) for size in sizes]
+    pixels = [height * width for height, width in sizes]
     slope = (peaks[1] - peaks[0]) / (pixels[1] - pixels[0])
+    intercept = peaks[0] - slope * pixels[0]
+    height, width = sizes[1]  # two images, one a grid column narrower: the masked path, same fixed part
+    masked = _probe_peak(model, config, device, amp_dtype, [(height, width), (height, width - 32)])
+    masked_slope = (masked - intercept) / (2 * height * width)
     params = sum(p.numel() * p.element_size() for p in model.parameters())
-    fixed = max(peaks[0] - slope * pixels[0], 0.0) + 3 * params  # + AdamW's two moments and grads
-    return MemoryModel(device.type, float(fixed), float(slope), (pixels[0], pixels[1]), (peaks[0], peaks[1]))
+    fixed = max(intercept, 0.0) + 3 * params  # + AdamW's two moments and grads
+    return MemoryModel(device.type, float(fixed), float(slope), (pixels[0], pixels[1]), (peaks[0], peaks[1]),
+                       float(masked_slope))
 
 
 def available_bytes(device: str | torch.device) -> int:

@@ -14,7 +14,10 @@ A plan is arithmetic over three measured inputs, each gathered elsewhere and sta
 
 Choices, written down:
 
-- Wall-clock = start-up + training + validations + checkpoint saves. Interruptions add, each, the
+- Wall-clock = start-up + training + validations + checkpoint saves. A worker trains every job in a
+  fresh process, so the first training step and the first validation pay a one-off warm-up
+  (allocations, kernel selection) beyond the steady rate; training and validation time include it
+  once per (re)start. Interruptions add, each, the
   measured resume tax (failure to resumed-from-checkpoint: detection, queueing, restart) plus half a
   checkpoint interval of redone work on average (failures are uniform within an interval).
 - The checkpoint interval is the work between saves: an epoch (training and its validation), or
@@ -63,9 +66,16 @@ class Throughput:
     train_px_per_s: float  # padded pixels per second of training steps, data loading included
     val_px_per_s: float  # padded pixels per second of validation passes
     checkpoint_s: float  # one checkpoint save (serialise, upload, commit)
-    startup_s: float  # once per (re)start: dataset sizes, memory probe, first-step warm-up
+    startup_s: float  # once per (re)start, before the first step: dataset sizes, memory probe, model build
     source: str  # where the figures come from: completed jobs of the class, or a probe
     jobs: int = 0  # completed jobs the figures are the median of (0 for a probe)
+    step_warmup_s: float = 0.0  # once per (re)start: the first step's time beyond the steady rate
+    validation_warmup_s: float = 0.0  # once per (re)start: the first validation's time beyond the steady rate
+
+    @property
+    def restart_s(self) -> float:
+        """What every (re)start costs before training runs at its steady rate again."""
+        return self.startup_s + self.step_warmup_s
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,7 @@ class Layout:
     train_real_px: int
     val_padded_px: int  # one validation pass
     largest_micro_batch_px: int
+    micro_batch_extents: frozenset[tuple[tuple[int, int], ...]]  # each distinct micro-batch's aligned sizes, in order
     accumulation_mean: float
     accumulation_max: int
     widest: tuple[int, int]  # (height, width) of the widest log, as it is
@@ -131,8 +142,9 @@ def layout(config: TrainConfig, sizes: list[tuple[int, int]], budget: int) -> La
     val = validation_batches(val_idx, sizes, budget, config.max_physical_batch)
     val_padded = sum(len(b) * align(max(sizes[i][0] for i in b)) * align(max(sizes[i][1] for i in b)) for b in val)
     widest = max(sizes, key=lambda hw: (hw[1], hw[0]))
+    extents = frozenset(tuple((align(sizes[i][0]), align(sizes[i][1])) for i in mb) for mb in micro)
     return Layout(len(train_idx), len(val_idx), sampler.steps_per_epoch, round(len(micro) * factor),
-                  round(sum(padded) * factor), round(real * factor), val_padded, max(padded),
+                  round(sum(padded) * factor), round(real * factor), val_padded, max(padded), extents,
                   sum(per_step) / len(per_step), max(per_step), widest, exact)
 
 
@@ -189,15 +201,24 @@ def memory_section(config: TrainConfig, sizes: list[tuple[int, int]], lay: Layou
         "widest_log": {"height": lay.widest[0], "width": lay.widest[1], "padded_pixels": widest_px,
                        "peak_mb": None, "fits": None},
         "largest_micro_batch_pixels": lay.largest_micro_batch_px, "predicted_peak_mb": None,
+        "masked_bytes_per_pixel": None, "peak_micro_batch": None,
         "buckets": [asdict(b) for b in buckets(config, sizes, budget, memory)],
     }
     if memory is not None:
         widest_peak = memory.peak_bytes(widest_px)
+        peak_batch = peak_micro_batch(lay, memory)
         section.update(fixed_mb=memory.fixed_bytes / MIB, bytes_per_pixel=memory.bytes_per_pixel,
+                       masked_bytes_per_pixel=memory.masked_bytes_per_pixel,
                        probe_pixels=list(memory.probe_pixels), probe_peaks_mb=[p / MIB for p in memory.probe_peaks],
-                       predicted_peak_mb=memory.peak_bytes(lay.largest_micro_batch_px) / MIB)
+                       predicted_peak_mb=memory.batch_peak_bytes(list(peak_batch)) / MIB,
+                       peak_micro_batch=[list(hw) for hw in peak_batch])
         section["widest_log"].update(peak_mb=widest_peak / MIB, fits=widest_peak <= available)
     return section
+
+
+def peak_micro_batch(lay: Layout, memory: MemoryModel) -> tuple[tuple[int, int], ...]:
+    """The run's micro-batch (aligned sizes, in order) with the highest predicted peak: its path counts too."""
+    return max(sorted(lay.micro_batch_extents), key=lambda extents: memory.batch_peak_bytes(list(extents)))
 
 
 def checkpoint_interval_s(config: TrainConfig, epoch_s: float, step_s: float) -> float:
@@ -248,10 +269,13 @@ def saves_per_run(config: TrainConfig, steps_per_epoch: int, epoch_s: float) -> 
 
 
 def time_section(config: TrainConfig, lay: Layout, speed: Throughput) -> dict[str, Any]:
-    train_s = lay.train_padded_px / speed.train_px_per_s
+    """Each part from the measured rate of the same thing, plus the one-off warm-up a fresh process pays for it."""
+    train_s = lay.train_padded_px / speed.train_px_per_s + speed.step_warmup_s
     validations = sum(1 for e in range(config.epochs)
                       if (e + 1) % config.validate_every_epochs == 0 or e + 1 == config.epochs)
-    val_s = validations * lay.val_padded_px / speed.val_px_per_s if lay.val_images else 0.0
+    val_s = 0.0
+    if lay.val_images and validations:
+        val_s = validations * lay.val_padded_px / speed.val_px_per_s + speed.validation_warmup_s
     total_steps = lay.steps_per_epoch * config.epochs
     step_s = train_s / total_steps
     epoch_s = (train_s + val_s) / config.epochs

@@ -3,8 +3,10 @@
 The probe runs the real training code, not a model of it: the run's own dataset (or, for large
 logs, the same synthetic generator at a smaller scale so that a probe step stays around
 ``PROBE_STEP_PIXELS`` padded pixels), the real sampler, ``Trainer.train_step`` with collate and
-rendering inside the timing as in ``train()``, a real validation pass and a real checkpoint save
-into a temporary directory. One step is a warm-up whose extra time counts as start-up.
+rendering inside the timing as in ``train()``, real validation passes and a real checkpoint save
+into a temporary directory. It runs in a fresh process (workers train each job in a fresh child),
+so its start-up (dataset sizes, the memory probe, the model build) and the warm-ups of the first
+step and the first validation pass are what the run will pay, not what this process has cached.
 
 A named GPU memory size with no measured device: its memory model is this machine's probe (CPU,
 float32) unchanged. Autocast keeps some activations in 16 bits, so a GPU with AMP peaks lower than
@@ -14,10 +16,13 @@ for the CUDA context and allocator fragmentation, as it is in the training loop.
 
 from __future__ import annotations
 
+import json
 import platform
+import subprocess
+import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -38,6 +43,7 @@ from veernet_core.trainer import Trainer, validation_batches
 PROBE_STEPS = 3  # timed steps after the warm-up: enough to average, short enough to answer a request
 PROBE_STEP_PIXELS = 2**20  # a probe step's padded pixels at most (about 1 s on one CPU core)
 PROBE_EFFECTIVE_BATCH = 16  # larger effective batches are probed at 16: the rate is per pixel
+FRESH_PROBE_TIMEOUT_S = 600  # a probe is a few steps; this only bounds a hung child
 
 
 def device_class(device: str | torch.device) -> str:
@@ -77,41 +83,50 @@ def probe_config(config: TrainConfig, sizes: list[tuple[int, int]]) -> TrainConf
 
 
 def probe_throughput(config: TrainConfig, device: str | torch.device, dataset: Dataset[dict[str, Any]],
-                     sizes: list[tuple[int, int]], budget: int, startup_s: float) -> Throughput:
-    """Padded pixels per second of real training steps and a validation pass, and one checkpoint save.
+                     sizes: list[tuple[int, int]], budget: int, startup_s: float, where: str = "") -> Throughput:
+    """Padded pixels per second of real training steps and validation passes, and one checkpoint save.
 
     ``dataset``/``sizes`` are the probe's images (see ``probe_config``); ``startup_s`` is what the caller
-    measured of the start-up the run will repeat (dataset sizes, memory probe).
+    measured of the start-up the run will repeat (dataset sizes, memory probe); building the trainer is
+    timed here and added. The first step and the first validation pass are warm-ups: their time beyond
+    the steady rate (measured by the passes after them) is what a fresh process pays once for each.
     """
     device = torch.device(device)
     indices = list(range(len(sizes)))
     sampler = BucketBatchSampler(dict(enumerate(sizes)), config.effective_batch, budget,
                                  config.max_physical_batch, config.seed)
+    t0 = time.perf_counter()
     trainer = Trainer(config, device, sampler, budget,
                       LossWeights(config.tversky_alpha, config.tversky_beta, config.pixel_loss_weight))
+    startup_s += time.perf_counter() - t0
     steps = sampler.plan(0)[:PROBE_STEPS + 1]
     times, pixels = [], []
     for step in steps:
         t0 = time.perf_counter()
         trainer.train_step(step, [pad_collate([dataset[i] for i in mb]) for mb in step.micro_batches])
         times.append(time.perf_counter() - t0)
-        pixels.append(sum(len(mb) * align(max(sizes[i][0] for i in mb)) * align(max(sizes[i][1] for i in mb))
-                          for mb in step.micro_batches))
+        pixels.append(sum(_padded(sizes, mb) for mb in step.micro_batches))
     train_rate = sum(pixels[1:]) / sum(times[1:])
-    warmup_extra = max(0.0, times[0] - pixels[0] / train_rate)
     val_idx = indices[:config.effective_batch]
-    t0 = time.perf_counter()
-    trainer.validate(dataset, val_idx, sizes)
-    val_s = time.perf_counter() - t0
-    val_px = sum(len(b) * align(max(sizes[i][0] for i in b)) * align(max(sizes[i][1] for i in b))
-                 for b in validation_batches(val_idx, sizes, budget, config.max_physical_batch))
+    val_px = sum(_padded(sizes, b) for b in validation_batches(val_idx, sizes, budget, config.max_physical_batch))
+    val_times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        trainer.validate(dataset, val_idx, sizes)
+        val_times.append(time.perf_counter() - t0)
     with tempfile.TemporaryDirectory(prefix="veernet-plan-") as root:
         store = LocalStore(root)
         t0 = time.perf_counter()
         trainer.save(store, SidecarRegistry(store), "", None)
         checkpoint_s = time.perf_counter() - t0
-    return Throughput(train_rate, val_px / val_s, checkpoint_s, startup_s + warmup_extra,
-                      f"probe: {PROBE_STEPS} training steps after a warm-up on {device_class(device)}")
+    return Throughput(train_rate, val_px / val_times[1], checkpoint_s, startup_s,
+                      f"probe{where}: {PROBE_STEPS} training steps after a warm-up on {device_class(device)}",
+                      step_warmup_s=max(0.0, times[0] - pixels[0] / train_rate),
+                      validation_warmup_s=max(0.0, val_times[0] - val_times[1]))
+
+
+def _padded(sizes: list[tuple[int, int]], batch: list[int]) -> int:
+    return len(batch) * align(max(sizes[i][0] for i in batch)) * align(max(sizes[i][1] for i in batch))
 
 
 @dataclass(frozen=True)
@@ -134,28 +149,66 @@ def memory_model(model: ModelConfig, device: str) -> MemoryModel:
 
 def measure_here(config: TrainConfig, device: str | torch.device = "cpu",
                  dataset: Dataset[dict[str, Any]] | None = None, *, throughput: bool = True) -> Measured:
-    """Dataset sizes, the memory model, and (if asked) a throughput probe of `config` on `device` here."""
+    """Dataset sizes, the memory model, and (if asked) a throughput probe of `config` on `device` here.
+
+    The throughput probe runs in a fresh Python process, as a worker trains every job (one child per
+    job): its start-up and warm-ups are what the run's will be, whatever this process ran before.
+    Given a ``dataset`` (which a fresh process cannot rebuild), it runs in this process instead.
+    """
+    device = torch.device(device)
+    given = dataset
+    dataset = dataset if dataset is not None else build_dataset(config)
+    sizes = dataset.sizes()  # type: ignore[attr-defined]
+    memory = memory_model(config.model, str(device))
+    memory_bytes = device_memory_bytes(device)
+    speed = None
+    if throughput:
+        speed = probe_here(config, device, given) if given is not None else probe_in_fresh_process(config, device)
+    return Measured(sizes, memory, memory_bytes, device_class(device), speed)
+
+
+def probe_here(config: TrainConfig, device: str | torch.device,
+               dataset: Dataset[dict[str, Any]] | None = None, where: str = " in this process") -> Throughput:
+    """The throughput probe in this process: start-up timed as the run does it (dataset sizes, memory probe)."""
     device = torch.device(device)
     t0 = time.perf_counter()
     dataset = dataset if dataset is not None else build_dataset(config)
     sizes = dataset.sizes()  # type: ignore[attr-defined]
-    startup_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    memory = memory_model(config.model, str(device))
-    if not config.pixel_budget:  # the loop probes memory at every start unless the config fixes a budget
-        startup_s += time.perf_counter() - t0
-    memory_bytes = device_memory_bytes(device)
-    speed = None
-    if throughput:
-        budget = config.pixel_budget or memory.pixel_budget(memory_bytes * config.memory_fraction)
-        probe = probe_config(config, sizes)
-        if config.data.kind == "synth":
-            probe_set: Dataset[dict[str, Any]] = SynthDataset(probe.data.dataset_size, probe.data.scale,
-                                                              probe.data.classes, probe.data.seed)
-            probe_sizes = probe_set.sizes()  # type: ignore[attr-defined]
-        else:
-            count = min(len(sizes), probe.data.dataset_size)
-            probe_set, probe_sizes = Subset(dataset, range(count)), sizes[:count]
+    budget = config.pixel_budget
+    if not budget:  # the loop probes memory at every start unless the config fixes a budget
         with torch.random.fork_rng(devices=[]):
-            speed = probe_throughput(probe, device, probe_set, probe_sizes, budget, startup_s)
-    return Measured(sizes, memory, memory_bytes, device_class(device), speed)
+            memory = probe_memory(config.model, device)
+        budget = memory.pixel_budget(device_memory_bytes(device) * config.memory_fraction)
+    startup_s = time.perf_counter() - t0
+    probe = probe_config(config, sizes)
+    if config.data.kind == "synth":
+        probe_set: Dataset[dict[str, Any]] = SynthDataset(probe.data.dataset_size, probe.data.scale,
+                                                          probe.data.classes, probe.data.seed)
+        probe_sizes = probe_set.sizes()  # type: ignore[attr-defined]
+    else:
+        count = min(len(sizes), probe.data.dataset_size)
+        probe_set, probe_sizes = Subset(dataset, range(count)), sizes[:count]
+    with torch.random.fork_rng(devices=[]):
+        return probe_throughput(probe, device, probe_set, probe_sizes, budget, startup_s, where)
+
+
+def probe_in_fresh_process(config: TrainConfig, device: str | torch.device) -> Throughput:
+    """``probe_here`` in a new interpreter with torch and veernet_core imported, as a worker's job child starts."""
+    request = json.dumps({"config": config.to_dict(), "device": str(device)})
+    done = subprocess.run([sys.executable, "-m", "veernet_core.plan_probe"], input=request, capture_output=True,
+                          text=True, timeout=FRESH_PROBE_TIMEOUT_S, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the throughput probe process failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return Throughput(**json.loads(lines[-1]))
+
+
+def _probe_main() -> None:
+    """``python -m veernet_core.plan_probe``: a probe request (JSON) on stdin, its Throughput (JSON) on stdout."""
+    request = json.loads(sys.stdin.read())
+    speed = probe_here(TrainConfig.from_dict(request["config"]), request["device"], where=" in a fresh process")
+    print(json.dumps(asdict(speed)))
+
+
+if __name__ == "__main__":
+    _probe_main()

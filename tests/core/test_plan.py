@@ -138,3 +138,20 @@ def test_chart_draws_the_bar_to_scale_and_the_window_line() -> None:
     expected_x = LEFT + (60 / 3600) * (WIDTH - LEFT - RIGHT) / span_h
     assert float(window[0].get("x1", 0)) == pytest.approx(expected_x, abs=0.01)
     assert "does NOT fit" in render_svg(plan)
+
+
+def test_warm_ups_are_paid_once_and_the_peak_is_the_costliest_micro_batch_on_its_path() -> None:
+    warm = Throughput(train_px_per_s=2e5, val_px_per_s=8e5, checkpoint_s=0.5, startup_s=3.0, source="given",
+                      step_warmup_s=1.5, validation_warmup_s=0.25)
+    masked = MemoryModel("cpu", fixed_bytes=1e6, bytes_per_pixel=100.0, probe_pixels=(1, 2), probe_peaks=(1, 2),
+                         masked_bytes_per_pixel=50.0)
+    plan = make_plan(CONFIG, SIZES, device_class="x", memory=masked, memory_bytes=2**30, memory_source="",
+                     speed=warm, reliability=Reliability(0.0, 0.0, ""), window_s=1e4, utilisation=1.0)
+    lay = layout(CONFIG, SIZES, masked.pixel_budget(2**30 * CONFIG.memory_fraction))
+    assert plan.time["train_s"] == pytest.approx(lay.train_padded_px / 2e5 + 1.5)
+    assert plan.time["validation_s"] == pytest.approx(3 * lay.val_padded_px / 8e5 + 0.25)
+    assert warm.restart_s == 4.5
+    peaks = {extents: masked.batch_peak_bytes(list(extents)) for extents in lay.micro_batch_extents}
+    assert plan.memory["predicted_peak_mb"] == pytest.approx(max(peaks.values()) / 2**20)
+    chosen = tuple(tuple(hw) for hw in plan.memory["peak_micro_batch"])
+    assert chosen in peaks and peaks[chosen] == max(peaks.values())
