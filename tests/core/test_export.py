@@ -124,6 +124,19 @@ def test_mask_png_is_the_curve_probability(result: Digitised) -> None:
     assert mask.shape == (HEIGHT, WIDTH) and mask[10, 20] == round(0.75 * 255) and mask[0, 0] == 0
 
 
+def test_mask_png_is_a_valid_8_bit_gray_png_of_every_pixel() -> None:
+    """The mask's own PNG writer (unfiltered rows): Pillow reads back exactly the rounded probabilities."""
+    rng = np.random.default_rng(3)
+    curve = rng.random((37, 129)).astype(np.float32)
+    curve[0, :5], curve[-1, -5:] = 0.0, 1.0
+    probs = np.stack([1.0 - curve, curve])
+    picture = Image.open(io.BytesIO(mask_png(probs)))
+    picture.load()  # decodes every row and checks the chunks' CRCs
+    assert picture.mode == "L" and picture.size == (129, 37)
+    expected = np.clip(np.rint((1.0 - probs[0]) * 255.0), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(np.asarray(picture), expected)
+
+
 def test_overlay_draws_each_curve_in_its_colour_over_the_scan(result: Digitised) -> None:
     scan = np.full((HEIGHT, WIDTH), 220, np.uint8)
     overlay = np.asarray(Image.open(io.BytesIO(overlay_png(scan, result))).convert("RGB"))
