@@ -5,14 +5,16 @@ Where each input comes from (and what the plan says about it):
 - **Device class.** Workers record theirs at claim (``jobs.device_class``, with the device's memory).
   A request names one of them, or a GPU memory size, or neither: then the class with the most
   completed jobs, or this machine's on a fresh fleet.
-- **Memory model.** The training loop's probe, run here once per model config. It is the device's
-  own when the target is this machine's class; for any other class, or a named GPU size, it stands
-  for that device under the assumption stated in veernet_core.plan_probe (float32, unscaled).
+- **Memory model.** The device class's own, as its workers measured it for this model config at a
+  job's start (see api.plan_fleet); else this machine's probe: the device's own when the target is
+  this machine's class, otherwise extrapolated from this machine (float32, unscaled), which the plan
+  states (``memory.extrapolated``, ``memory.measured_on``) and warns about.
 - **Throughput.** The median over the class's last ``HISTORY_JOBS`` succeeded jobs of the same model
-  config (synthetic data: their layout is recomputed from their config): padded pixels per step
-  over their measured step time (the worker's moving average), validation pixels over their
-  validation time, their checkpoint time, and start-up as what their wall-clock leaves over. A class
-  with no such jobs falls back to a probe on this machine (``probe=false`` refuses instead).
+  config, synthetic or manifest data alike (their layout is recomputed from their config and their
+  dataset's image sizes; see api.plan_fleet): padded pixels per step over their measured step time
+  (the worker's moving average), validation pixels over their validation time, their checkpoint
+  time, and start-up as what their wall-clock leaves over. A class with no such jobs falls back to
+  a probe on this machine (``probe=false`` refuses instead).
 - **Resume tax.** From each job's timeline: a ``recovered`` event carries the job's cumulative
   recovery time; the part after the new attempt ``resumed`` (or was ``claimed``, if it started
   over) is redone work, the rest is the tax: noticing the loss, queueing, restarting. With none
@@ -27,7 +29,7 @@ import json
 import statistics
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -36,23 +38,22 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.errors import ServiceError
-from api.models import Job, JobEvent, JobKind, JobStatus
-from api.settings import Settings
-from veernet_core.config import ConfigError, ModelConfig, TrainConfig
-from veernet_core.memory import MemoryModel
-from veernet_core.plan import (
-    Plan,
-    Reliability,
-    Throughput,
-    Tier,
-    layout,
-    make_plan,
-    pixel_budget,
+from api.models import Job, JobEvent, JobStatus
+from api.plan_fleet import (
+    HISTORY_JOBS,
+    RecordedMemory,
+    calibrated,
+    calibration_rows,
+    dataset_sizes,
+    manifest_dataset,
+    recorded_memory,
 )
+from api.settings import Settings
+from veernet_core.config import ModelConfig, TrainConfig
+from veernet_core.memory import MemoryModel
+from veernet_core.plan import Plan, Reliability, Throughput, Tier, make_plan
 from veernet_core.plan_probe import PROBE_STEP_PIXELS, device_class, device_memory_bytes, measure_here
-from veernet_core.synth import log_size
 
-HISTORY_JOBS = 10  # recent completed jobs of a class that calibrate it
 GIB = 2**30
 _probe_lock = threading.Lock()  # one probe at a time: two would only slow each other down
 PROBE_QUEUE_S = 5.0  # a request waits this long for another's probe before it is told to come back
@@ -101,8 +102,9 @@ def plan_run(session: Session, request: PlanRequest, settings: Settings) -> Plan
     if target is not None and target not in classes and target != here:
         known = ", ".join(sorted({*classes, here}))
         raise PlanError({"device_class": f"no worker has reported {target!r}; known classes: {known}"})
-    memory_bytes, memory_source = _target_memory(session, request, target, here)
-    history = _calibration_rows(session, target) if target else []
+    memory_bytes = _target_memory_bytes(session, request, target)
+    recorded = recorded_memory(session, target, config) if target else None
+    history = calibration_rows(session, target) if target else []
     taxes = resume_taxes(session, target) if target else []
     rate = request.failure_rate_per_hour
     if rate is None and request.interruptions is None and target:
@@ -112,21 +114,49 @@ def plan_run(session: Session, request: PlanRequest, settings: Settings) -> Plan
     if not _probe_lock.acquire(timeout=PROBE_QUEUE_S):
         raise PlanError({"probe": f"another plan is probing this host; retry in {PROBE_RETRY_S} s"}, 429)
     try:
-        measured = measure_here(config, "cpu", throughput=False)
-        speed = _calibrated(history, target or "", config, measured.memory, memory_bytes)
+        dataset = manifest_dataset(config, settings) if config.data.kind == "manifest" else None
+        measured = measure_here(config, "cpu", dataset, throughput=False)
+        memory = _memory_model(request, target, here, recorded, measured.memory)
+        calibration = calibrated(history, target or "", config, memory.model, memory_bytes,
+                                 lambda cfg: dataset_sizes(cfg, settings))
+        speed = calibration.speed
         if speed is None:
             if not request.probe:
                 raise PlanError({"probe": f"no succeeded jobs of {target or 'this GPU size'} with this model config "
                                  "to calibrate from; set probe=true to measure on this machine"}, 409)
-            speed = _probed_speed(config)
+            speed = replace(_probed_speed(config, dataset), notes=tuple(calibration.skipped))
     finally:
         _probe_lock.release()
     name = target or f"GPU with {request.gpu_memory_gb:g} GiB"
     reliability = _reliability(request, target, taxes, rate, speed, settings)
-    return make_plan(config, measured.sizes, device_class=name, memory=measured.memory, memory_bytes=memory_bytes,
-                     memory_source=memory_source, speed=speed, reliability=reliability,
+    return make_plan(config, measured.sizes, device_class=name, memory=memory.model, memory_bytes=memory_bytes,
+                     memory_source=memory.source, speed=speed, reliability=reliability,
                      window_s=request.window_hours * 3600.0, utilisation=request.utilisation,
-                     tiers=request.tiers)
+                     tiers=request.tiers, memory_measured_on=memory.measured_on,
+                     memory_extrapolated=memory.extrapolated)
+
+
+@dataclass(frozen=True)
+class ChosenMemory:
+    model: MemoryModel
+    source: str
+    measured_on: str  # the device class whose probe the model is
+    extrapolated: bool  # True: it stands for another device than the one it was measured on
+
+
+def _memory_model(request: PlanRequest, target: str | None, here: str, recorded: RecordedMemory | None,
+                  probed: MemoryModel) -> ChosenMemory:
+    """The target's own measured memory model if a worker recorded one for this model config, else this host's."""
+    if recorded is not None and target is not None:
+        return ChosenMemory(recorded.model, f"measured on {target} by the worker of job {recorded.job_id} "
+                            "(the training loop's own probe there)", target, False)
+    if target == here and not request.gpu_memory_gb:
+        return ChosenMemory(probed, f"probe on {here}: this machine, the training loop's own memory model", here, False)
+    stands_for = f"a {request.gpu_memory_gb:g} GiB GPU" if request.gpu_memory_gb else str(target)
+    why = "" if request.gpu_memory_gb and not target else (
+        f"; no job of this model config on {target} has recorded its memory model yet")
+    return ChosenMemory(probed, f"extrapolated from the probe on {here}, standing for {stands_for} (float32 "
+                        f"activations, unscaled: AMP would peak lower){why}", here, True)
 
 
 def check_probe_cost(config: TrainConfig, settings: Settings) -> None:
@@ -159,13 +189,13 @@ _PROBED: dict[str, Throughput] = {}  # this machine's probes, by what they depen
 NOT_PROBED = ("epochs", "checkpoint_every_steps", "checkpoint_every_minutes", "keep_last", "validate_every_epochs")
 
 
-def _probed_speed(config: TrainConfig) -> Throughput:
+def _probed_speed(config: TrainConfig, dataset: Any = None) -> Throughput:
     """The throughput probe, once per config (as far as the probe depends on it) in this process."""
     key_fields = {k: v for k, v in config.to_dict().items() if k not in NOT_PROBED}
     key_fields["data"] = {k: v for k, v in key_fields["data"].items() if k not in ("dataset_size", "val_fraction")}
     key = json.dumps(key_fields, sort_keys=True)
     if key not in _PROBED:
-        speed = measure_here(config, "cpu").speed
+        speed = measure_here(config, "cpu", dataset).speed
         assert speed is not None  # a throughput probe was asked for
         if len(_PROBED) >= 32:
             _PROBED.pop(next(iter(_PROBED)))
@@ -177,83 +207,13 @@ def _default_class(classes: dict[str, int], here: str) -> str:
     return max(classes, key=lambda c: (classes[c], c)) if any(classes.values()) else here
 
 
-def _target_memory(session: Session, request: PlanRequest, target: str | None, here: str) -> tuple[float, str]:
+def _target_memory_bytes(session: Session, request: PlanRequest, target: str | None) -> float:
+    """The named GPU size, else the memory the target's workers last recorded, else this machine's."""
     if request.gpu_memory_gb:
-        return request.gpu_memory_gb * GIB, (f"probe on {here}, standing for a {request.gpu_memory_gb:g} GiB GPU "
-                                             "(float32 activations, unscaled: AMP would peak lower)")
+        return request.gpu_memory_gb * GIB
     recorded = session.scalar(select(Job.device_memory_bytes).where(
         Job.device_class == target, Job.device_memory_bytes.is_not(None)).order_by(Job.id.desc()).limit(1))
-    memory = float(recorded) if recorded else float(device_memory_bytes("cpu"))
-    if target == here:
-        return memory, f"probe on {here}: this machine, the training loop's own memory model"
-    return memory, f"probe on {here}, standing for {target} (float32 activations, unscaled)"
-
-
-@lru_cache(maxsize=16)
-def _synth_sizes(size: int, scale: float, seed: int) -> tuple[tuple[int, int], ...]:
-    return tuple(log_size(seed, i, scale) for i in range(size))
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    """What calibration reads of a succeeded job, detached from the session."""
-
-    config: dict[str, Any]
-    step_time_s: float
-    validation_time_s: float | None
-    checkpoint_time_s: float | None
-    device_memory_bytes: int | None
-    wall_s: float | None  # started to finished, time lost to recoveries excluded
-
-
-def _calibration_rows(session: Session, target: str) -> list[JobRecord]:
-    jobs = session.scalars(select(Job).where(
-        Job.device_class == target, Job.kind == JobKind.TRAIN, Job.status == JobStatus.SUCCEEDED,
-        Job.step_time_s.is_not(None)).order_by(Job.id.desc()).limit(HISTORY_JOBS)).all()
-    return [JobRecord(dict(j.config), float(j.step_time_s or 0.0), j.validation_time_s, j.checkpoint_time_s,
-                      j.device_memory_bytes,
-                      (j.finished_at - j.started_at).total_seconds() - j.recovery_seconds
-                      if j.started_at and j.finished_at else None) for j in jobs]
-
-
-def _job_rates(job: JobRecord, config: TrainConfig, memory: MemoryModel,
-               memory_bytes: float) -> dict[str, float] | None:
-    """One completed job's measured rates, normalised by its own layout; None if it cannot be replayed."""
-    try:
-        cfg = TrainConfig.from_dict(job.config)
-    except ConfigError:
-        return None
-    if cfg.model != config.model or cfg.data.kind != "synth" or not job.step_time_s:
-        return None
-    sizes = list(_synth_sizes(cfg.data.dataset_size, cfg.data.scale, cfg.data.seed))
-    lay = layout(cfg, sizes, pixel_budget(cfg, memory, job.device_memory_bytes or memory_bytes))
-    steps = lay.steps_per_epoch * cfg.epochs
-    rates = {"train": lay.train_padded_px / steps / job.step_time_s}
-    train_s = lay.train_padded_px / rates["train"]
-    val_s = cfg.epochs * (job.validation_time_s or 0.0) / cfg.validate_every_epochs
-    if job.validation_time_s and lay.val_padded_px:
-        rates["val"] = lay.val_padded_px / job.validation_time_s
-    if job.checkpoint_time_s:
-        rates["checkpoint"] = job.checkpoint_time_s
-    if job.wall_s is not None:
-        rates["startup"] = max(0.0, job.wall_s - train_s - val_s - cfg.epochs * (job.checkpoint_time_s or 0.0))
-    return rates
-
-
-def _calibrated(history: list[JobRecord], target: str, config: TrainConfig, memory: MemoryModel,
-                memory_bytes: float) -> Throughput | None:
-    """Median rates of the class's recent succeeded training jobs of the same model config."""
-    found = [r for r in (_job_rates(job, config, memory, memory_bytes) for job in history) if r is not None]
-    if not found:
-        return None
-
-    def median(name: str, default: float) -> float:
-        values = [r[name] for r in found if name in r]
-        return statistics.median(values) if values else default
-
-    train = median("train", 0.0)
-    return Throughput(train, median("val", train), median("checkpoint", 0.0), median("startup", 0.0),
-                      f"median of {len(found)} succeeded jobs on {target}", len(found))
+    return float(recorded) if recorded else float(device_memory_bytes("cpu"))
 
 
 def resume_taxes(session: Session, target: str) -> list[float]:

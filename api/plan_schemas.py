@@ -27,8 +27,9 @@ class PlanBody(BaseModel):
         "A device class workers reported (GET a plan without it to see the default), e.g. 'cuda:NVIDIA A10G'. "
         "Omitted: the class with the most completed jobs, or this machine's on a fresh fleet."))
     gpu_memory_gb: float | None = Field(None, gt=0, le=1024, description=(
-        "Plan for a GPU of this many GiB instead of a measured device's memory (the memory model is this "
-        "machine's probe, float32, unscaled)."))
+        "Plan for a GPU of this many GiB instead of a measured device's memory. The memory model is the "
+        "device_class's own if its workers measured this model config, else extrapolated from this machine's "
+        "probe (float32, unscaled): memory.measured_on and memory.extrapolated say which."))
     window_hours: float = Field(12.0, gt=0, le=24 * 31, description="The window the run must finish in")
     interruptions: float | None = Field(None, ge=0, le=1000, description=(
         "k expected interruptions. Omitted: failure_rate_per_hour x compute time, else the class's measured rate"))
@@ -45,7 +46,7 @@ class PlanBody(BaseModel):
 class PlanOut(BaseModel):
     device_class: str
     window_s: float
-    memory: dict[str, Any]  # memory model, pixel budget, widest log, physical batch per size bucket
+    memory: dict[str, Any]  # memory model and where it was measured, pixel budget, widest log, batch per bucket
     data: dict[str, Any]  # steps per epoch, accumulation, padding waste
     time: dict[str, Any]  # start-up, training, validation, checkpoints, compute total (seconds)
     interruptions: dict[str, Any]  # k, resume tax, redone work, finish_s, fits_window

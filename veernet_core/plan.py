@@ -71,6 +71,7 @@ class Throughput:
     jobs: int = 0  # completed jobs the figures are the median of (0 for a probe)
     step_warmup_s: float = 0.0  # once per (re)start: the first step's time beyond the steady rate
     validation_warmup_s: float = 0.0  # once per (re)start: the first validation's time beyond the steady rate
+    notes: tuple[str, ...] = ()  # what the figures leave out, e.g. completed jobs that could not be counted
 
     @property
     def restart_s(self) -> float:
@@ -190,11 +191,13 @@ class Plan:
 
 
 def memory_section(config: TrainConfig, sizes: list[tuple[int, int]], lay: Layout, budget: int,
-                   memory: MemoryModel | None, memory_bytes: float, source: str) -> dict[str, Any]:
+                   memory: MemoryModel | None, memory_bytes: float, source: str,
+                   measured_on: str | None = None, extrapolated: bool = False) -> dict[str, Any]:
     available = memory_bytes * config.memory_fraction
     widest_px = align(lay.widest[0]) * align(lay.widest[1])
     section: dict[str, Any] = {
-        "source": source, "device_memory_mb": memory_bytes / MIB, "memory_fraction": config.memory_fraction,
+        "source": source, "measured_on": measured_on, "extrapolated": extrapolated,
+        "device_memory_mb": memory_bytes / MIB, "memory_fraction": config.memory_fraction,
         "available_mb": available / MIB, "pixel_budget": budget,
         "pixel_budget_from": "config.pixel_budget" if config.pixel_budget else "memory model",
         "fixed_mb": None, "bytes_per_pixel": None, "probe_pixels": None, "probe_peaks_mb": None,
@@ -289,11 +292,17 @@ def time_section(config: TrainConfig, lay: Layout, speed: Throughput) -> dict[st
 
 def make_plan(config: TrainConfig, sizes: list[tuple[int, int]], *, device_class: str, memory: MemoryModel | None,
               memory_bytes: float, memory_source: str, speed: Throughput, reliability: Reliability,
-              window_s: float, utilisation: float, tiers: tuple[Tier, ...] = ()) -> Plan:
-    """The whole plan for `config` on one device class, costed for the engagement's tiers and `tiers`."""
+              window_s: float, utilisation: float, tiers: tuple[Tier, ...] = (), memory_measured_on: str | None = None,
+              memory_extrapolated: bool = False) -> Plan:
+    """The whole plan for `config` on one device class, costed for the engagement's tiers and `tiers`.
+
+    ``memory_measured_on`` names the device class the memory model was measured on; ``memory_extrapolated``
+    says it stands for another device (the plan warns that its memory figures are extrapolated).
+    """
     budget = pixel_budget(config, memory, memory_bytes)
     lay = layout(config, sizes, budget)
-    mem = memory_section(config, sizes, lay, budget, memory, memory_bytes, memory_source)
+    mem = memory_section(config, sizes, lay, budget, memory, memory_bytes, memory_source, memory_measured_on,
+                         memory_extrapolated)
     times = time_section(config, lay, speed)
     interval = checkpoint_interval_s(config, times["epoch_s"], times["step_s"])
     k, rate_per_s = expected_interruptions(reliability, times["compute_s"])
@@ -319,11 +328,15 @@ def make_plan(config: TrainConfig, sizes: list[tuple[int, int]], *, device_class
             "train_padded_pixels": lay.train_padded_px, "val_padded_pixels": lay.val_padded_px,
             "every_epoch_planned": lay.exact}
     return Plan(device_class, window_s, mem, data, times, interruptions, checkpointing, costs, asdict(speed),
-                _warnings(mem, lay, finish, window_s))
+                _warnings(mem, lay, finish, window_s) + list(speed.notes))
 
 
 def _warnings(mem: dict[str, Any], lay: Layout, finish_s: float, window_s: float) -> list[str]:
     found = []
+    if mem["extrapolated"] and mem["bytes_per_pixel"] is not None:
+        found.append(f"the memory model is extrapolated from a probe on {mem['measured_on']}, not measured on the "
+                     "target device: its peak and batch figures are estimates (a job of this model config on the "
+                     "target records the device's own)")
     if mem["widest_log"]["fits"] is False:
         found.append(f"the widest log ({lay.widest[0]}x{lay.widest[1]} px) alone needs "
                      f"{mem['widest_log']['peak_mb']:.0f} MB, more than the {mem['available_mb']:.0f} MB planned "

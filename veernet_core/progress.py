@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from veernet_core.checkpoint import CheckpointRef
+
+if TYPE_CHECKING:  # veernet_core.memory imports the model (torch); callers of this module may not need it
+    from veernet_core.memory import MemoryModel
 
 WARMUP_STEPS_EXCLUDED = 3  # first steps after a (re)start pay for allocation and caches, not training
 EMA_WEIGHT = 0.1  # step-time smoothing: ~10 steps of memory, steady but quick to follow a slowdown
@@ -76,6 +80,10 @@ class TrainCallbacks:
 
     def on_checkpoint(self, ref: CheckpointRef) -> None:
         """A checkpoint was uploaded and committed."""
+
+    def on_budget(self, pixel_budget: int, memory: MemoryModel | None) -> None:
+        """The pixel budget this (re)start trains with, and the memory model measured on the device for it
+        (None when the config fixes the budget and nothing was measured)."""
 
     def on_resume(self, ref: CheckpointRef, skipped: list[tuple[CheckpointRef, str]]) -> None:
         """Training resumed from `ref`; `skipped` lists newer checkpoints that failed verification."""

@@ -28,7 +28,7 @@ from veernet_core.checkpoint import (
 from veernet_core.config import TrainConfig
 from veernet_core.data import pad_collate, split_indices
 from veernet_core.losses import LossWeights
-from veernet_core.memory import available_bytes, probe_memory
+from veernet_core.memory import MemoryModel, available_bytes, probe_memory
 from veernet_core.progress import Progress, StepTimer, TrainCallbacks, estimate_eta, expected_validation_s
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.trainer import Trainer
@@ -94,12 +94,18 @@ def _loader(dataset: Dataset[dict[str, Any]], batches: list[list[int]], config: 
 def pixel_budget_for(config: TrainConfig, device: torch.device, saved: int | None) -> int:
     """The configured budget, else the measured one; a resumed run keeps its old budget if it still fits,
     so that its micro-batches (and, on the same device, its bits) do not change."""
+    return budget_and_memory(config, device, saved)[0]
+
+
+def budget_and_memory(config: TrainConfig, device: torch.device,
+                      saved: int | None) -> tuple[int, MemoryModel | None]:
+    """``pixel_budget_for``'s budget, and the memory model measured for it (None if the config fixes it)."""
     if config.pixel_budget:
-        return config.pixel_budget
+        return config.pixel_budget, None
     with torch.random.fork_rng(devices=[]):
         model = probe_memory(config.model, device)
     measured = model.pixel_budget(available_bytes(device) * config.memory_fraction)
-    return saved if saved and saved <= measured else measured
+    return (saved if saved and saved <= measured else measured), model
 
 
 def train(config: TrainConfig, store: BlobStore, callbacks: TrainCallbacks | None = None, *,
@@ -115,7 +121,8 @@ def train(config: TrainConfig, store: BlobStore, callbacks: TrainCallbacks | Non
     skipped: list[tuple[CheckpointRef, str]] = []
     latest = load_latest(store, registry, on_skip=lambda ref, why: skipped.append((ref, why)))
     saved_budget = int(latest[1]["pixel_budget"]) if latest and "pixel_budget" in latest[1] else None
-    budget = pixel_budget_for(config, device, saved_budget)
+    budget, memory = budget_and_memory(config, device, saved_budget)
+    callbacks.on_budget(budget, memory)
     sampler = BucketBatchSampler({i: sizes_all[i] for i in train_idx}, config.effective_batch, budget,
                                  config.max_physical_batch, config.seed)
     trainer = Trainer(config, device, sampler, budget, LossWeights(

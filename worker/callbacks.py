@@ -10,13 +10,17 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api import jobs
+from api.plan_fleet import MEMORY_EVENT
 from api.settings import Settings
 from veernet_core.checkpoint import BlobStore, CheckpointRef
 from veernet_core.progress import Progress, TrainCallbacks
 from worker.runner import PROGRESS_INTERVAL_S, Heartbeat, fenced
+
+if TYPE_CHECKING:
+    from veernet_core.memory import MemoryModel
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +55,10 @@ class TimedStore:
 
 class ServiceCallbacks(TrainCallbacks):
     def __init__(self, job_id: int, attempt: int, settings: Settings, heartbeat: Heartbeat,
-                 store: TimedStore | None = None) -> None:
+                 store: TimedStore | None = None, device_class: str | None = None) -> None:
         self.job_id, self.attempt, self.settings, self.heartbeat = job_id, attempt, settings, heartbeat
         self.store = store
+        self.device_class = device_class  # what this attempt recorded at its claim (api.jobs.record_device)
         self._last_write = 0.0
         self._last_phase = ""
         self._epoch_record: dict[str, float | None] = {}  # the newest epoch's, as the loop reported it
@@ -104,6 +109,13 @@ class ServiceCallbacks(TrainCallbacks):
     def on_checkpoint(self, ref: CheckpointRef) -> None:
         log.info("job %s attempt %s: checkpoint %s committed (%d bytes)", self.job_id, self.attempt, ref.key,
                  ref.size)
+
+    def on_budget(self, pixel_budget: int, memory: MemoryModel | None) -> None:
+        """The planner reads a device class's own memory model and each job's budget from this event."""
+        data = {"device_class": self.device_class, "pixel_budget": pixel_budget,
+                "memory_model": memory.to_dict() if memory is not None else None}
+        message = f"pixel budget {pixel_budget:,} px" + (" (measured memory model)" if memory is not None else "")
+        self._write("event", lambda s: jobs.record_event(s, self.job_id, self.attempt, MEMORY_EVENT, message, data))
 
     def on_resume(self, ref: CheckpointRef, skipped: list[tuple[CheckpointRef, str]]) -> None:
         for bad, why in skipped:

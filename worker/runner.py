@@ -161,10 +161,10 @@ def _run_training_job(job_id: int) -> str:
 
     try:
         config = TrainConfig.from_dict(job.config)
-        _record_device(job_id, attempt, settings, config.device)
+        device = _record_device(job_id, attempt, settings, config.device)
         store = get_store()
         timed = TimedStore(store)
-        callbacks = ServiceCallbacks(job_id, attempt, settings, heartbeat, timed)
+        callbacks = ServiceCallbacks(job_id, attempt, settings, heartbeat, timed, device)
         registry = RetryingRegistry(job_id, attempt, settings, annotate=callbacks.checkpoint_event_data)
         result = train(config, timed, callbacks, registry=registry, key_prefix=job_prefix(job_id, attempt),
                        s3_client=store.client if is_s3(store) else None)
@@ -180,14 +180,15 @@ def _run_training_job(job_id: int) -> str:
     return _settle(job_id, attempt, settings, result)
 
 
-def _record_device(job_id: int, attempt: int, settings: Settings, device_name: str) -> None:
-    """The device class this attempt trains on, for the planner's calibration by device class."""
+def _record_device(job_id: int, attempt: int, settings: Settings, device_name: str) -> str:
+    """The device class this attempt trains on, for the planner's calibration by device class; returned."""
     from veernet_core.plan_probe import device_class, device_memory_bytes
     from veernet_core.train import resolve_device
 
     device = resolve_device(device_name)
     name, memory = device_class(device), device_memory_bytes(device)
     fenced(job_id, settings, lambda s: jobs.record_device(s, job_id, attempt, name, memory), "device")
+    return name
 
 
 def _settle(job_id: int, attempt: int, settings: Settings, result: Any) -> str:

@@ -4,6 +4,7 @@ the probe fallback on a fresh fleet, and clear 4xx answers. Real Postgres; the p
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +14,12 @@ from api import jobs
 from api.db import session_scope
 from api.models import Job, JobEvent, utcnow
 from api.plan import timeline_taxes
+from api.plan_fleet import MEMORY_EVENT
 from veernet_core.config import TrainConfig
+from veernet_core.manifest import write_manifest
+from veernet_core.memory import MemoryModel
 from veernet_core.plan import layout, pixel_budget
-from veernet_core.plan_probe import memory_model
+from veernet_core.plan_probe import device_class, memory_model
 from veernet_core.synth import log_size
 
 TINY_MODEL = {"widths": [4, 4, 8, 8, 8, 16], "transformer_heads": 1, "transformer_ff": 16}
@@ -29,12 +33,13 @@ def database_url(postgres_url: str) -> str:
     return postgres_url
 
 
-def completed_job(step_time_s: float, recovery: tuple[float, float, float] | None = None) -> int:
-    """A succeeded job of CONFIG on GPU as a worker leaves it; `recovery`: (total lost s, s from resumed to
+def completed_job(step_time_s: float, recovery: tuple[float, float, float] | None = None,
+                  config: dict[str, Any] = CONFIG) -> int:
+    """A succeeded job of `config` on GPU as a worker leaves it; `recovery`: (total lost s, s from resumed to
     recovered, s the second attempt started after the first claim) for one interruption."""
     now = utcnow()
     with session_scope() as session:
-        job_id = jobs.create_job(session, "train", TrainConfig.from_dict(CONFIG).to_dict()).id
+        job_id = jobs.create_job(session, "train", TrainConfig.from_dict(config).to_dict()).id
     with session_scope() as session:
         t0 = now - timedelta(seconds=600)
         assert jobs.claim(session, job_id, "w1", 60, now=t0) == 1
@@ -161,3 +166,60 @@ def test_a_plan_that_would_wait_for_another_probe_is_told_to_come_back(client: A
     assert response.status_code == 429, response.text
     assert response.headers["retry-after"] == str(plan.PROBE_RETRY_S)
     assert response.json()["detail"][0]["field"] == "probe"
+
+
+def test_a_manifest_job_calibrates_from_its_manifest_and_one_whose_dataset_is_gone_is_named(
+        client: Any, tmp_path: Path) -> None:
+    sizes = [(40 + 8 * (k % 3), 300 + 37 * k) for k in range(24)]  # user scans: no generator knows these
+    write_manifest(tmp_path, [{"image": f"scans/{k}.png", "mask": f"masks/{k}.png", "height": h, "width": w}
+                              for k, (h, w) in enumerate(sizes)])  # sizes listed: no image is read
+    labelled = {**CONFIG, "data": {"kind": "manifest", "manifest_url": str(tmp_path)}}
+    completed_job(2.0, config=labelled)
+    gone = completed_job(5.0, config={**labelled, "data": {**labelled["data"], "manifest_url": str(tmp_path / "x")}})
+    response = client.post("/plan", json={"config": CONFIG, "device_class": GPU, "probe": False})
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    config = TrainConfig.from_dict(labelled)
+    lay = layout(config, sizes, pixel_budget(config, memory_model(config.model, "cpu"), 24 * 2**30))
+    assert plan["throughput"]["jobs"] == 1
+    assert plan["throughput"]["train_px_per_s"] == pytest.approx(lay.train_padded_px / (lay.steps_per_epoch * 2) / 2.0)
+    [note] = plan["throughput"]["notes"]
+    assert note.startswith(f"job {gone} not counted") and str(tmp_path / "x") in note and note in plan["warnings"]
+
+
+def memory_event(job_id: int, memory: MemoryModel, budget: int, device: str = GPU) -> None:
+    """What a worker of `device` records at a (re)start of `job_id` (worker.callbacks.ServiceCallbacks.on_budget)."""
+    with session_scope() as session:
+        session.add(JobEvent(job_id=job_id, attempt=1, kind=MEMORY_EVENT, data={
+            "device_class": device, "pixel_budget": budget, "memory_model": memory.to_dict()}))
+
+
+def test_a_measured_device_is_planned_with_its_own_memory_model_and_a_named_size_says_it_is_extrapolated(
+        client: Any) -> None:
+    on_gpu = MemoryModel("cuda", 5e6, 300.0, (32768, 65536), (14_830_400, 24_660_800), 240.0)
+    job_id = completed_job(3.0)
+    memory_event(job_id, on_gpu, 123_456)
+    other_model = completed_job(3.0, config={**CONFIG, "model": {**TINY_MODEL, "transformer_ff": 32}})
+    memory_event(other_model, MemoryModel("cuda", 1.0, 1.0, (1, 2), (1, 2)), 1)  # newer, another model config
+    response = client.post("/plan", json={"config": CONFIG, "device_class": GPU, "probe": False})
+    assert response.status_code == 200, response.text
+    memory = response.json()["memory"]
+    assert memory["source"].startswith(f"measured on {GPU} by the worker of job {job_id}")
+    assert (memory["measured_on"], memory["extrapolated"]) == (GPU, False)
+    assert (memory["bytes_per_pixel"], memory["masked_bytes_per_pixel"]) == (300.0, 240.0)
+    assert memory["pixel_budget"] == on_gpu.pixel_budget(24 * 2**30 * 0.8)
+    assert not any("extrapolated" in w for w in response.json()["warnings"])
+    assert response.json()["throughput"]["train_px_per_s"] > 0  # calibrated with the job's recorded budget
+
+    here = device_class("cpu")
+    sized = client.post("/plan", json={"config": CONFIG, "gpu_memory_gb": 16})
+    assert sized.status_code == 200, sized.text
+    memory = sized.json()["memory"]
+    assert (memory["measured_on"], memory["extrapolated"]) == (here, True)
+    assert f"extrapolated from the probe on {here}, standing for a 16 GiB GPU" in memory["source"]
+    assert any(f"extrapolated from a probe on {here}" in w for w in sized.json()["warnings"])
+    unmeasured = client.post("/plan", json={"config": {**CONFIG, "model": {**TINY_MODEL, "transformer_ff": 8}},
+                                            "device_class": GPU})
+    assert unmeasured.status_code == 200, unmeasured.text
+    assert unmeasured.json()["memory"]["extrapolated"] is True
+    assert f"no job of this model config on {GPU}" in unmeasured.json()["memory"]["source"]
