@@ -15,6 +15,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from time import monotonic
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
@@ -115,22 +116,82 @@ def list_keys(session: Session) -> list[ApiKey]:
 
 def authenticate(settings: Settings, authorization: str | None) -> Principal:
     """The caller of a request with this Authorization header; AuthError unless keys are off or it is valid."""
-    admin_key = settings.veernet_admin_key
-    if admin_key is None:
+    found = _local_admin_or_token(settings, authorization)
+    if isinstance(found, Principal):
+        return found
+    key = (settings.database_url, hash_key(found))
+    try:
+        row = _key_row(settings, key[1])
+    finally:
+        _REFRESHING.discard(key)
+    if row is None:
+        _KEY_CACHE.pop(key, None)
+        raise AuthError("unknown API key", invalid_token=True)
+    if settings.api_key_cache_seconds > 0:
+        if len(_KEY_CACHE) >= KEY_CACHE_SIZE:
+            _KEY_CACHE.clear()
+        _KEY_CACHE[key] = (monotonic(), row)
+    return _principal(row)
+
+
+def authenticate_now(settings: Settings, authorization: str | None) -> Principal | None:
+    """:func:`authenticate` where it needs no I/O (on the event loop): keys off, the admin key, a malformed
+    header, or a tenant's key read within API_KEY_CACHE_SECONDS; None when the key must be read.
+
+    When a kept key's window ends, the first request reads it again and the others, meanwhile, are
+    answered from the kept row (for at most REFRESH_GRACE_S): one read, not one per waiting request.
+    """
+    found = _local_admin_or_token(settings, authorization)
+    if isinstance(found, Principal):
+        return found
+    key = (settings.database_url, hash_key(found))
+    cached = _KEY_CACHE.get(key)
+    if cached is None:
+        return None
+    age = monotonic() - cached[0]
+    if age >= settings.api_key_cache_seconds and (key not in _REFRESHING or age >= settings.api_key_cache_seconds
+                                                  + REFRESH_GRACE_S):
+        _REFRESHING.add(key)  # this request reads it (authenticate); the next ones use the kept row meanwhile
+        return None
+    return _principal(cached[1])
+
+
+def _local_admin_or_token(settings: Settings, authorization: str | None) -> Principal | str:
+    """LOCAL while keys are off, ADMIN for the admin key, else the bearer token to look up."""
+    if settings.veernet_admin_key is None:
         return LOCAL
+    token = _bearer_token(authorization)
+    if hmac.compare_digest(token.encode(), settings.veernet_admin_key.get_secret_value().encode()):
+        return ADMIN
+    return token
+
+
+def _bearer_token(authorization: str | None) -> str:
     scheme, _, token = (authorization or "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise AuthError("this endpoint needs an API key", invalid_token=False)
-    if hmac.compare_digest(token.encode(), admin_key.get_secret_value().encode()):
-        return ADMIN
-    row = _key_row(settings, hash_key(token))
-    if row is None:
-        raise AuthError("unknown API key", invalid_token=True)
+    return token
+
+
+def _principal(row: tuple[int, str, datetime | None]) -> Principal:
     key_id, tenant, revoked_at = row
     if revoked_at is not None:
         raise AuthError(f"this API key was revoked at {revoked_at:%Y-%m-%d %H:%M} UTC", invalid_token=True)
     return Principal(tenant, key_id=key_id)
+
+
+# A tenant key's row, read at most once per API_KEY_CACHE_SECONDS per process: a revocation takes effect
+# within that (and the read that brings it). Unknown keys are not kept, so a key works once created.
+KEY_CACHE_SIZE = 10_000
+REFRESH_GRACE_S = 5.0  # the longest a kept row stands in while its read is under way (POSTGRES_CONNECT_TIMEOUT_S)
+_KEY_CACHE: dict[tuple[str, str], tuple[float, tuple[int, str, datetime | None]]] = {}
+_REFRESHING: set[tuple[str, str]] = set()
+
+
+def forget_keys() -> None:
+    _KEY_CACHE.clear()
+    _REFRESHING.clear()
 
 
 _KEY_QUERY = select(ApiKey.id, ApiKey.tenant, ApiKey.revoked_at)

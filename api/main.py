@@ -5,7 +5,10 @@ Requests pass the API-key check, then the body-size limit (api.middleware), befo
 
 from __future__ import annotations
 
+import gc
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import cache
 
 from fastapi import Depends, FastAPI, Request, status
@@ -20,7 +23,24 @@ from api.deps import reject_unknown_query
 from api.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, database_unavailable
 from api.routes import checkpoints, dashboard, health, jobs, metrics, plan, segment, timeline
 
+
+@asynccontextmanager
+async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    """Freeze the start-up heap out of the garbage collector.
+
+    The API imports veernet_core (and so torch): a quarter of a million long-lived objects, which every
+    full collection would walk, 0.1-0.2 s during which no request is answered, the tail of every
+    latency figure. Frozen, they are never walked again; what requests allocate is collected as usual.
+    Once per process.
+    """
+    if not gc.get_freeze_count():
+        gc.collect()
+        gc.freeze()
+    yield
+
+
 app = FastAPI(
+    lifespan=lifespan,
     title="VeerNet job service",
     version="0.1.0",
     description="Train VeerNet on flaky GPUs and download its checkpoints. Every endpoint but /healthz, "

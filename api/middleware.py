@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.auth import AuthError, authenticate
+from api.auth import AuthError, authenticate, authenticate_now
 from api.limits import body_limit, body_too_large
 from api.settings import get_settings
 
@@ -62,9 +62,9 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or route_path(scope) in OPEN_PATHS or route_path(scope).startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
-        header = Headers(scope=scope).get("authorization")
-        try:  # a key lookup is a blocking database read: off the event loop
-            principal = await run_in_threadpool(authenticate, get_settings(), header)
+        header, settings = Headers(scope=scope).get("authorization"), get_settings()
+        try:  # on the event loop when no I/O is needed; a key lookup is a blocking database read: off it
+            principal = authenticate_now(settings, header) or await run_in_threadpool(authenticate, settings, header)
         except AuthError as exc:
             await unauthorized(exc)(scope, receive, send)
             return

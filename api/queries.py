@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from api import changes
 from api.checkpoints import last_checkpoint
 from api.db import read_one
 from api.errors import JobNotFound
@@ -74,38 +76,54 @@ def job_summary(job: Job) -> JobSummary:
 def job_detail(session: Session, job_id: int, settings: Settings, tenant: str | None = None) -> JobDetail:
     """Everything about one of ``tenant``'s jobs; raises JobNotFound.
 
-    Polling is the main load on the API, so a job's detail is kept per process and reused only
-    while the job's version (its row's updated_at, status and newest event) is unchanged: one
-    indexed query instead of four, and never stale, since every write bumps one of them. Queued
+    Polling is the main load on the API, so a job's detail is kept per process and reused while
+    Postgres has not notified a change to the job since it was read (api.changes), or else while the
+    job's version (its row's updated_at, status and newest event) is unchanged: no query, or one indexed
+    query instead of four, and never stale, since every write notifies and bumps one of them. Queued
     jobs are always rebuilt: their expected start depends on the whole queue.
     """
     key = (settings.database_url, job_id)
     cached = _DETAIL_CACHE.get(key)
-    now = time.monotonic()
+    keep = settings.status_cache_seconds > 0
+    if cached is not None and keep and changes.vouches(settings.database_url, job_id, cached.token):
+        if tenant is not None and cached.detail.tenant != tenant:
+            raise JobNotFound(job_id)
+        return _with_live_eta(cached.detail)
+    token = changes.token(settings.database_url, job_id) if keep else None  # before the read it vouches for
     version = _job_version(job_id, settings)
     if version is None or (tenant is not None and version[-1] != tenant):
         raise JobNotFound(job_id)
-    if cached is not None and cached[0] == version:
-        _DETAIL_CACHE[key] = (version, cached[1], now)
-        return _with_live_eta(cached[1])
+    if cached is not None and cached.version == version:
+        _DETAIL_CACHE[key] = _Cached(version, cached.detail, token)
+        return _with_live_eta(cached.detail)
     job = get_job(session, job_id)
     detail = JobDetail.of(job, full_eta(session, job, settings), last_checkpoint(session, job_id),
                           recent_events(session, job_id))
     if job.status != JobStatus.QUEUED:
         if len(_DETAIL_CACHE) >= DETAIL_CACHE_SIZE:
             _DETAIL_CACHE.clear()
-        _DETAIL_CACHE[key] = (version, detail, now)
+        _DETAIL_CACHE[key] = _Cached(version, detail, token)
     return detail
 
 
 def cached_detail_json(job_id: int, settings: Settings, tenant: str | None = None) -> bytes | None:
-    """The bytes :func:`job_detail_json` served for this job within STATUS_CACHE_SECONDS, if its tenant
-    (or the admin) asks again; None otherwise. No I/O: safe on the event loop."""
-    cached = _JSON_CACHE.get((settings.database_url, job_id))
-    if (cached is not None and time.monotonic() - cached[0] < settings.status_cache_seconds
-            and tenant in (None, cached[2])):
+    """The bytes :func:`job_detail_json` served for this job within STATUS_CACHE_SECONDS, or the job's kept
+    detail serialised again with its live ETA if the change feed vouches for it, when its tenant (or the
+    admin) asks; None otherwise. No I/O: safe on the event loop."""
+    key = (settings.database_url, job_id)
+    cached = _JSON_CACHE.get(key)
+    if cached is None or tenant not in (None, cached[2]):
+        return None
+    now = time.monotonic()
+    if now - cached[0] < settings.status_cache_seconds:
         return cached[1]
-    return None
+    kept = _DETAIL_CACHE.get(key)
+    if kept is None or not changes.vouches(settings.database_url, job_id, kept.token):
+        return None
+    live = kept.detail.status == JobStatus.RUNNING  # only a running job's ETA moves: serialise it again
+    data = _with_live_eta(kept.detail).model_dump_json().encode() if live else cached[1]
+    _JSON_CACHE[key] = (now, data, cached[2])
+    return data
 
 
 def job_detail_json(session: Session, job_id: int, settings: Settings, tenant: str | None = None) -> bytes:
@@ -140,8 +158,14 @@ def _job_version(job_id: int, settings: Settings) -> tuple[object, ...] | None:
     return None if row is None else tuple(row)
 
 
+class _Cached(NamedTuple):
+    version: tuple[object, ...]
+    detail: JobDetail
+    token: changes.Token | None  # taken before the read: the change feed's vouching
+
+
 DETAIL_CACHE_SIZE = 10_000
-_DETAIL_CACHE: dict[tuple[str, int], tuple[tuple[object, ...], JobDetail, float]] = {}
+_DETAIL_CACHE: dict[tuple[str, int], _Cached] = {}
 _JSON_CACHE: dict[tuple[str, int], tuple[float, bytes, str]] = {}  # (cached at, JSON, the job's tenant)
 
 

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
 
     # API keys and limits. The admin key sees every tenant; it is a SecretStr so that it never prints.
     veernet_admin_key: SecretStr | None = None  # None or "" = keys off: tenant "local", loopback only
+    # A tenant key is read from the database at most once per this many seconds per API process (each
+    # request would otherwise cost a query): a revocation takes effect within it. 0 = read on every request.
+    api_key_cache_seconds: float = Field(default=1.0, ge=0)
     max_request_bytes: int = Field(default=1024 * 1024, ge=1024)  # any body but a POST /segment upload
     # Training config bounds, tighter than what veernet_core accepts: one job's share of the GPUs.
     max_epochs: int = Field(default=200, ge=1)  # 4x the engagement's 50-epoch schedule

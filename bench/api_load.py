@@ -1,11 +1,13 @@
 """API load on the real stack: a trivial endpoint and the job-status endpoint side by side, then submits.
 
-Starts the API (`veernet api`) on a fresh Postgres database with Redis as the broker, seeds jobs,
-then drives it from a second process on loopback with wrk (50 connections) for GET /livez (trivial)
-and GET /jobs/{id} (status), first with one API process (the embedded default), then with
-API_PROCESSES (as docker-compose runs it; the headline figures), and with 50 concurrent Python
-clients for POST /jobs. Afterwards every 202 must have its row and its message in the Redis queue.
-Prints one JSON line. Needs wrk (apt-get install wrk).
+Starts the API (`veernet api`) as docker-compose runs it, with API keys on (a tenant's key, its
+submission limits off), on a fresh Postgres database with Redis as the broker; seeds SEED_JOBS
+running jobs, of which FLEET keep writing progress (a step a second each, as a worker per GPU does)
+while they are polled. Drives it from a second process on loopback with wrk (50 connections) for
+GET /livez (trivial) and GET /jobs/{id} (status), first with one API process (the embedded default),
+then with API_PROCESSES (as docker-compose runs it; the headline figures), and with 50 concurrent
+Python clients for POST /jobs. Afterwards every 202 must have its row and its message in the Redis
+queue. Prints one JSON line. Needs wrk (apt-get install wrk).
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -28,12 +34,15 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import free_port, fresh_postgres_database  # noqa: E402
+from tests.conftest import free_port, fresh_postgres_database, reset_service_caches  # noqa: E402
 
 CLIENTS = 50
 DURATION_S = 10
+WARM_UP_S = 2  # a run of the same load before each measured one, not counted
 SUBMIT_S = 8
 SEED_JOBS = 200
+FLEET = 8  # of the seeded jobs, those whose workers write progress during the run: one per GPU of a box
+STEP_S = 1.0  # between a fleet job's progress writes
 API_PROCESSES = 2  # docker-compose's `veernet api --workers 2`: one per core of this 2-core machine
 REDIS_URL = "redis://127.0.0.1:6379/13"
 CONFIG = {"data": {"dataset_size": 40, "scale": 0.1}, "epochs": 1, "device": "cpu"}
@@ -45,8 +54,10 @@ end
 """
 
 
-def _wrk(url: str, script: str | None = None) -> dict[str, float]:
-    argv = ["wrk", "-t2", f"-c{CLIENTS}", f"-d{DURATION_S}s", "--latency", url]
+def _wrk(url: str, script: str | None = None, key: str | None = None, duration_s: int = DURATION_S) -> dict[str, float]:
+    argv = ["wrk", "-t2", f"-c{CLIENTS}", f"-d{duration_s}s", "--latency", url]
+    if key:
+        argv[1:1] = ["-H", f"Authorization: Bearer {key}"]
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         if script:
             handle.write(script)
@@ -60,14 +71,14 @@ def _wrk(url: str, script: str | None = None) -> dict[str, float]:
             "non_2xx": float(errors.group(1)) if errors else 0.0}
 
 
-async def _submit(base: str) -> tuple[list[int], int]:
+async def _submit(base: str, key: str) -> tuple[list[int], int]:
     ids: list[int] = []
     failures = 0
     deadline = time.monotonic() + SUBMIT_S
 
     async def client() -> None:
         nonlocal failures
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        async with httpx.AsyncClient(base_url=base, timeout=30, headers=_auth(key)) as http:
             while time.monotonic() < deadline:
                 response = await http.post("/jobs", json={"kind": "train", "config": CONFIG})
                 if response.status_code == 202:
@@ -77,6 +88,10 @@ async def _submit(base: str) -> tuple[list[int], int]:
 
     await asyncio.gather(*(client() for _ in range(CLIENTS)))
     return ids, failures
+
+
+def _auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
 
 
 def _run_seeded_jobs(db_url: str) -> None:
@@ -90,6 +105,34 @@ def _run_seeded_jobs(db_url: str) -> None:
             assert attempt is not None
             jobs.record_progress(session, job_id, attempt, epoch=0, step=3, steps_per_epoch=100, total_steps=5000,
                                  global_step=3, images_per_s=12.5, step_time_s=1.3, loss=0.8)
+
+
+@contextmanager
+def _fleet_writing(db_url: str) -> Iterator[list[int]]:
+    """FLEET of the seeded jobs take a step every STEP_S, as their workers would; yields the write count."""
+    from api import jobs
+    from api.db import session_scope
+
+    stop, writes = threading.Event(), [0]
+
+    def run() -> None:
+        step = 3
+        while not stop.wait(STEP_S):
+            step += 1
+            for job_id in range(1, FLEET + 1):
+                with session_scope(db_url) as session:
+                    jobs.record_progress(session, job_id, 1, epoch=0, step=step, steps_per_epoch=100,
+                                         total_steps=5000, global_step=step, images_per_s=12.5, step_time_s=1.0,
+                                         loss=0.8)
+                writes[0] += 1
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield writes
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _serve(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
@@ -119,12 +162,16 @@ def main() -> None:
     with fresh_postgres_database("veernet_bench") as db_url, tempfile.TemporaryDirectory() as data:
         port = free_port()
         env = {**os.environ, "DATABASE_URL": db_url, "BROKER_URL": REDIS_URL, "VEERNET_DATA_DIR": data,
-               "CHECKPOINT_URL": str(Path(data) / "checkpoints"), "PYTHONPATH": str(ROOT)}
+               "CHECKPOINT_URL": str(Path(data) / "checkpoints"), "PYTHONPATH": str(ROOT),
+               "VEERNET_ADMIN_KEY": secrets.token_urlsafe(24),
+               "MAX_QUEUED_JOBS_PER_TENANT": "0", "SUBMIT_RATE_PER_MINUTE": "0"}  # a tenant without limits
         subprocess.run([sys.executable, "-m", "api.cli", "migrate"], env=env, check=True, capture_output=True)
+        key = subprocess.run([sys.executable, "-m", "api.cli", "keys", "create", "--tenant", "bench"], env=env,
+                             check=True, capture_output=True, text=True).stdout.strip()
         base = f"http://127.0.0.1:{port}"
         server = _serve(env, port, 1)
         try:
-            with httpx.Client(base_url=base, timeout=30) as http:
+            with httpx.Client(base_url=base, timeout=30, headers=_auth(key)) as http:
                 for _ in range(SEED_JOBS):
                     http.post("/jobs", json={"kind": "train", "config": CONFIG}).raise_for_status()
             _run_seeded_jobs(db_url)
@@ -134,17 +181,21 @@ def main() -> None:
                 if workers != 1:
                     _stop(server)
                     server = _serve(env, port, workers)
+                _wrk(f"{base}/livez", duration_s=WARM_UP_S)  # each process past its first requests
                 trivial = _wrk(f"{base}/livez")
-                status = _wrk(base, STATUS_LUA % SEED_JOBS)
+                with _fleet_writing(db_url) as writes:
+                    _wrk(base, STATUS_LUA % SEED_JOBS, key, WARM_UP_S)  # every job read once per process
+                    status = _wrk(base, STATUS_LUA % SEED_JOBS, key)
                 suffix = "" if workers == API_PROCESSES else f"_{workers}proc"
                 figures.update({f"trivial_rps{suffix}": round(trivial["rps"], 1),
                                 f"trivial_p99_ms{suffix}": round(trivial["p99_ms"], 2),
                                 f"status_rps{suffix}": round(status["rps"], 1),
                                 f"status_p99_ms{suffix}": round(status["p99_ms"], 2),
                                 f"status_over_trivial{suffix}": round(status["rps"] / trivial["rps"], 3),
-                                f"status_non_2xx{suffix}": status["non_2xx"]})
+                                f"status_non_2xx{suffix}": status["non_2xx"],
+                                f"progress_writes{suffix}": writes[0]})
             started = time.monotonic()
-            ids, failures = asyncio.run(_submit(base))
+            ids, failures = asyncio.run(_submit(base, key))
             elapsed = time.monotonic() - started
         finally:
             _stop(server)
@@ -152,15 +203,13 @@ def main() -> None:
             rows = {row[0] for row in conn.execute("SELECT id FROM jobs WHERE status = 'queued'")}
         os.environ.update({"BROKER_URL": REDIS_URL, "DATABASE_URL": db_url})
         from api.queue import jobs_in_broker
-        from api.settings import get_settings
-        from worker.celery_app import get_celery
 
-        get_settings.cache_clear()
-        get_celery.cache_clear()
+        reset_service_caches()
         queued = jobs_in_broker("train") or set()  # what the reaper reads: the messages waiting in Redis
         persisted = sum(1 for job_id in ids if job_id in rows and job_id in queued)
     print(json.dumps({
-        "clients": CLIENTS, "duration_s": DURATION_S, "api_processes": API_PROCESSES, **figures,
+        "clients": CLIENTS, "duration_s": DURATION_S, "api_processes": API_PROCESSES, "fleet_jobs_writing": FLEET,
+        **figures,
         "submit_rps": round(len(ids) / elapsed, 1), "submitted": len(ids), "submit_failures": failures,
         "persisted": persisted,
     }))

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the repo is not installed in the test venv; make its packages importable
     sys.path.insert(0, str(ROOT))
 
-from api import db, limits, queries, storage  # noqa: E402
+from api import auth, changes, db, limits, queries, storage  # noqa: E402
 from api.settings import Settings, get_settings  # noqa: E402
 from worker.celery_app import get_celery  # noqa: E402
 
@@ -111,6 +111,8 @@ def reset_service_caches() -> None:
     queries._DETAIL_CACHE.clear()
     queries._JSON_CACHE.clear()
     limits.submissions.reset()
+    auth.forget_keys()
+    changes.stop_feeds()
 
 
 def truncate(url: str) -> None:
@@ -153,6 +155,7 @@ def service(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         BROKER_URL=f"sqla+sqlite:///{tmp_path / 'broker.db'}",
         CHECKPOINT_URL=tmp_path / "checkpoints",
         STATUS_CACHE_SECONDS=0,  # tests write through api.jobs and read at once; the cache has its own tests
+        API_KEY_CACHE_SECONDS=0,  # likewise for keys revoked by `veernet keys revoke`
     )
     yield settings
     reset_service_caches()

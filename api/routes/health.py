@@ -11,7 +11,7 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/livez")
-def livez() -> dict[str, str]:
+async def livez() -> dict[str, str]:
     """The process is up; checks nothing else (a liveness probe, and the baseline of the API load bench)."""
     return {"status": "ok"}
 

@@ -31,7 +31,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from api import jobs
+from api import auth, jobs
 from api.auth import is_loopback
 from api.cli import app as cli_app
 from api.db import make_engine, migrate, session_scope
@@ -330,6 +330,45 @@ def test_keys_create_list_and_revoke_from_the_command_line(client: TestClient, a
     assert response.status_code == 401 and "revoked" in response.json()["detail"]
     again = runner.invoke(cli_app, ["keys", "revoke", key[:11]])
     assert again.exit_code == 0, "revoking twice keeps the first revocation"
+
+
+def test_a_key_is_read_once_per_cache_window_and_a_revocation_lands_when_it_ends(
+        client: TestClient, admin_key: str, reconfigure: Callable[..., Settings],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    reconfigure(VEERNET_ADMIN_KEY=admin_key, API_KEY_CACHE_SECONDS=3600)
+    key = make_key(OWNER)
+    assert client.get("/jobs", headers=bearer(key)).status_code == 200  # read from the database, and kept
+    assert CliRunner().invoke(cli_app, ["keys", "revoke", key[:11]]).exit_code == 0
+    assert client.get("/jobs", headers=bearer(key)).status_code == 200, "within the window: the kept row"
+    assert client.get("/jobs", headers=bearer(make_key(OTHER))).status_code == 200, "a new key works at once"
+    later = auth.monotonic() + 3600
+    monkeypatch.setattr(auth, "monotonic", lambda: later)  # the window is over
+    response = client.get("/jobs", headers=bearer(key))
+    assert response.status_code == 401 and "revoked" in response.json()["detail"]
+
+
+def test_when_a_kept_key_expires_one_request_reads_it_while_the_others_use_the_kept_row(
+        service: Settings, admin_key: str, reconfigure: Callable[..., Settings],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = reconfigure(VEERNET_ADMIN_KEY=admin_key, API_KEY_CACHE_SECONDS=60)
+    key = make_key(OWNER)
+    header = f"Bearer {key}"
+    assert auth.authenticate_now(settings, header) is None, "never read: it must be read"
+    assert auth.authenticate(settings, header).tenant == OWNER
+    kept = auth.authenticate_now(settings, header)
+    assert kept is not None and kept.tenant == OWNER, "kept"
+    assert CliRunner().invoke(cli_app, ["keys", "revoke", key[:11]]).exit_code == 0
+    later = auth.monotonic() + 61
+    monkeypatch.setattr(auth, "monotonic", lambda: later)
+    assert auth.authenticate_now(settings, header) is None, "the window is over: this request reads it"
+    assert auth.authenticate_now(settings, header) is not None, "meanwhile the others use the kept row"
+    with pytest.raises(auth.AuthError, match="revoked"):
+        auth.authenticate(settings, header)  # the read lands the revocation
+    with pytest.raises(auth.AuthError, match="revoked"):
+        auth.authenticate_now(settings, header)
+    monkeypatch.setattr(auth, "monotonic", lambda: later + 60 + auth.REFRESH_GRACE_S)
+    assert auth.authenticate_now(settings, header) is None
+    assert auth.authenticate_now(settings, header) is None, "a read under way too long stands in no more"
 
 
 def test_keys_revoke_by_id_and_the_errors_of_the_command(client: TestClient, admin_key: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -68,3 +71,15 @@ def test_healthz_reports_the_database_down(client: TestClient) -> None:
     assert response.status_code == 503
     assert response.json()["checks"]["database"] == "error"
     assert "OperationalError" in response.json()["errors"]["database"]
+
+
+def test_a_serving_process_freezes_its_start_up_heap() -> None:
+    """The API's long-lived objects (torch's among them) are out of the collector's walks: no request
+    waits behind a full collection of the start-up heap (a subprocess: a fresh interpreter, as uvicorn's)."""
+    code = ("import gc\nfrom fastapi.testclient import TestClient\nfrom api.main import app\n"
+            "before = len(gc.get_objects())\nwith TestClient(app):\n    frozen = gc.get_freeze_count()\n"
+            "print(before, frozen)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2]).stdout.split()
+    before, frozen = int(out[0]), int(out[1])
+    assert frozen >= 0.9 * before, f"{frozen} of {before} start-up objects frozen"
