@@ -67,7 +67,7 @@ def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedde
     """Plan a small run on a fresh fleet (the probe), run it, compare; then plan it again from that run."""
     from e2e_jobs import job_row, submit, wait_finished
 
-    config = tiny_config(epochs=3)
+    config = tiny_config(epochs=3, pixel_budget=0)  # the budget from the memory model, as the worker measures it
     probed = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=600)
     assert probed.status_code == 200, probed.text
     plan = probed.json()
@@ -85,4 +85,7 @@ def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedde
     assert calibrated.status_code == 200, calibrated.text
     again = calibrated.json()
     assert again["throughput"] != plan["throughput"], "calibrated from the completed job, not the probe"
+    # The worker recorded the memory model it measured at the job's start; the plan now uses it.
+    assert again["memory"]["source"].startswith(f"measured on {plan['device_class']} by the worker of job {job_id}")
+    assert again["memory"]["extrapolated"] is False
     assert actual_s / 2 < again["time"]["compute_s"] < actual_s * 2, (again["time"], actual_s)
