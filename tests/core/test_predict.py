@@ -18,7 +18,7 @@ from torch import nn
 
 from veernet_core.checkpoint import CheckpointError, serialize
 from veernet_core.config import ModelConfig, TrainConfig
-from veernet_core.data import GRID
+from veernet_core.data import GRID, to_input
 from veernet_core.digitise import channel_plan, trace_curves
 from veernet_core.losses import LossWeights
 from veernet_core.model import VeerNet
@@ -28,7 +28,10 @@ from veernet_core.predict import (
     DEFAULT_TILE_WIDTH,
     ImageRejected,
     ImageTooLarge,
+    _blend_weights,
+    _window_input,
     bundled_model_path,
+    class_probabilities,
     load_image,
     load_model,
     orient,
@@ -222,6 +225,44 @@ def test_tiled_is_close_to_whole_image_with_the_bundled_model() -> None:
             both = np.isfinite(a.row) & np.isfinite(b.row)
             assert both.mean() > 0.9
             assert np.median(np.abs(a.row - b.row)[both]) < 0.05  # centrelines agree to a few hundredths of a px
+
+
+def _weighted_average(model: VeerNet, image: np.ndarray, tile_width: int, overlap: int) -> np.ndarray:
+    """Tiled prediction as the plain formula: every window's probabilities times its weights, summed
+    in window order over all its columns, divided by the summed weights."""
+    height, width = image.shape
+    starts, window = tile_layout(width, tile_width, overlap)
+    out = np.zeros((model.config.num_classes, height, width), dtype=np.float32)
+    total = np.zeros(width, dtype=np.float32)
+    with torch.inference_mode():
+        for k, start in enumerate(starts):
+            pixels = torch.from_numpy(image[:, start : start + window].astype(np.float32) / np.float32(255.0))
+            x = torch.zeros(1, 1, -(-height // GRID) * GRID, window)
+            x[0, 0, :height, : pixels.shape[1]] = to_input(pixels)
+            probs = class_probabilities(model(x))[0, :, :height].numpy()
+            cols = min(window, width - start)
+            w = _blend_weights(window, overlap, k == 0, k == len(starts) - 1)[:cols]
+            out[:, :, start : start + cols] += probs[:, :, :cols] * w
+            total[start : start + cols] += w
+    return out / total
+
+
+@pytest.mark.parametrize(("width", "tile_width", "overlap"), [(1000, 4096, 384), (1500, 512, 192), (2000, 640, 256),
+                                                             (3001, 1024, 384)])
+def test_tiled_prediction_is_the_weighted_average_bit_for_bit(width: int, tile_width: int, overlap: int) -> None:
+    """Inputs from a lookup table, columns a window has alone copied and zero weights skipped: the
+    same float32 values as the plain weighted average, not merely close."""
+    image = np.random.default_rng(width).integers(0, 256, (61, width), dtype=np.uint8)
+    model = tiny_model(ModelConfig(num_classes=3, widths=(8, 8, 16, 16, 32, 32), transformer_heads=2,
+                                   transformer_ff=64))
+    starts, window = tile_layout(width, tile_width, overlap)
+    assert len(starts) == 1 if width == 1000 else len(starts) >= 3  # one whole window, or seams
+    for start in starts:
+        pixels = image[:, start : start + window].astype(np.float32) / np.float32(255.0)
+        assert torch.equal(_window_input(image, start, window)[0, 0, :61, : pixels.shape[1]],
+                           to_input(torch.from_numpy(pixels)))
+    expected = _weighted_average(model, image, tile_width, overlap)
+    np.testing.assert_array_equal(predict_probabilities(model, image, tile_width, overlap), expected)
 
 
 def test_memory_is_bounded_by_the_window_not_the_width() -> None:
