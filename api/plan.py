@@ -124,7 +124,8 @@ def plan_run(session: Session, request: PlanRequest, settings: Settings) -> Plan
             if not request.probe:
                 raise PlanError({"probe": f"no succeeded jobs of {target or 'this GPU size'} with this model config "
                                  "to calibrate from; set probe=true to measure on this machine"}, 409)
-            speed = replace(_probed_speed(config, dataset), notes=tuple(calibration.skipped))
+            on_s3 = config.data.manifest_url.startswith("s3://")  # a fresh process has no S3 client: probe here
+            speed = replace(_probed_speed(config, dataset if on_s3 else None), notes=tuple(calibration.skipped))
     finally:
         _probe_lock.release()
     name = target or f"GPU with {request.gpu_memory_gb:g} GiB"

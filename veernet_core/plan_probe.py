@@ -8,8 +8,9 @@ into a temporary directory. It runs in a fresh process (workers train each job i
 so its start-up (dataset sizes, the memory probe, the model build) and the warm-ups of the first
 step and the first validation pass are what the run will pay, not what this process has cached.
 
-A named GPU memory size with no measured device: its memory model is this machine's probe (CPU,
-float32) unchanged. Autocast keeps some activations in 16 bits, so a GPU with AMP peaks lower than
+A device with no measured memory model (a named GPU memory size, or a class none of whose jobs of
+this model config recorded one): its memory model is extrapolated from this machine's probe (CPU,
+float32) unchanged, and the plan says so. Autocast keeps some activations in 16 bits, so a GPU with AMP peaks lower than
 this: the budget errs on the side of fitting. ``memory_fraction`` (0.8 by default) is the headroom
 for the CUDA context and allocator fragmentation, as it is in the training loop.
 """
