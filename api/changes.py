@@ -42,6 +42,7 @@ class ChangeFeed:
         self._epoch = 0  # 0: not listening; vouch for nothing
         self._epochs = 0
         self._changes: dict[int, int] = {}
+        self._first_change: dict[int, float] = {}  # job: when the first change since its last read was heard
         self._stop = threading.Event()
         self.connected = threading.Event()
         self._thread = threading.Thread(target=self._run, name="veernet-change-feed", daemon=True)
@@ -49,12 +50,24 @@ class ChangeFeed:
 
     def token(self, job_id: int) -> Token | None:
         """Take before reading the job; None while the feed cannot vouch for anything."""
+        self._first_change.pop(job_id, None)  # the read will see what changed so far
+        return self._now(job_id)
+
+    def _now(self, job_id: int) -> Token | None:
         epoch = self._epoch
         return None if epoch == 0 else (epoch, self._changes.get(job_id, 0))
 
+    def changed_for(self, job_id: int, token: Token | None) -> float | None:
+        """How long ago the job first changed since ``token`` was taken (seconds), if the feed knows;
+        None if it does not (not listening, another epoch, or no change since)."""
+        if token is None or token[0] != self._epoch or self.vouches(job_id, token):
+            return None
+        first = self._first_change.get(job_id)
+        return None if first is None else time.monotonic() - first
+
     def vouches(self, job_id: int, token: Token | None) -> bool:
         """True if what was read after taking ``token`` is still the job as it is in the database."""
-        return token is not None and token == self.token(job_id)
+        return token is not None and token == self._now(job_id)
 
     def stop(self) -> None:
         """Vouch for nothing from now on; the thread ends within WAIT_S."""
@@ -63,6 +76,7 @@ class ChangeFeed:
 
     def _new_epoch(self) -> None:
         self._changes = {}
+        self._first_change = {}
         self._epochs += 1
         self._epoch = self._epochs
 
@@ -79,6 +93,7 @@ class ChangeFeed:
                         log.warning("job change feed: listening again")
                     warned = False
                     for job_id in self._listen(conn):
+                        self._first_change.setdefault(job_id, time.monotonic())
                         self._changes[job_id] = self._changes.get(job_id, 0) + 1
                         if len(self._changes) > MAX_TRACKED_JOBS:
                             self._new_epoch()
@@ -131,6 +146,12 @@ def vouches(url: str, job_id: int, taken: Token | None) -> bool:
     """True if ``url``'s feed vouches for a read of ``job_id`` made after ``taken``; no feed is started."""
     found = _feeds.get((os.getpid(), normalize_url(url)))
     return found is not None and found.vouches(job_id, taken)
+
+
+def changed_for(url: str, job_id: int, taken: Token | None) -> float | None:
+    """:meth:`ChangeFeed.changed_for` on ``url``'s feed; None if there is none. No feed is started."""
+    found = _feeds.get((os.getpid(), normalize_url(url)))
+    return None if found is None else found.changed_for(job_id, taken)
 
 
 def stop_feeds() -> None:

@@ -106,46 +106,58 @@ def job_detail(session: Session, job_id: int, settings: Settings, tenant: str | 
     return detail
 
 
-def cached_detail_json(job_id: int, settings: Settings, tenant: str | None = None) -> bytes | None:
-    """The bytes :func:`job_detail_json` served for this job within STATUS_CACHE_SECONDS, or the job's kept
-    detail serialised again with its live ETA if the change feed vouches for it, when its tenant (or the
-    admin) asks; None otherwise. No I/O: safe on the event loop."""
+def peek_detail_json(job_id: int, settings: Settings, tenant: str | None = None) -> tuple[bytes | None, bool]:
+    """What a poll of the job by ``tenant`` (None: the admin) can be answered with now, without I/O (safe
+    on the event loop), and whether the job should be read again in the background.
+
+    Served: the bytes of the last read within STATUS_CACHE_SECONDS; the kept detail with its live ETA
+    while the change feed vouches for it; and the last bytes while the job's first change since they
+    were read is younger than STATUS_CACHE_SECONDS. Read again in the background: a job the feed heard
+    change, and one it cannot vouch for (queued, or no feed) past half its window. (None, False): the
+    poll must wait for a read.
+    """
     key = (settings.database_url, job_id)
     cached = _JSON_CACHE.get(key)
     if cached is None or tenant not in (None, cached[2]):
-        return None
-    now = time.monotonic()
-    if now - cached[0] < settings.status_cache_seconds:
-        return cached[1]
+        return None, False
+    now, window = time.monotonic(), settings.status_cache_seconds
+    age = now - cached[0]
     kept = _DETAIL_CACHE.get(key)
-    if kept is None or not changes.vouches(settings.database_url, job_id, kept.token):
-        return None
-    live = kept.detail.status == JobStatus.RUNNING  # only a running job's ETA moves: serialise it again
-    data = _with_live_eta(kept.detail).model_dump_json().encode() if live else cached[1]
-    _JSON_CACHE[key] = (now, data, cached[2])
-    return data
+    token = None if kept is None else kept.token
+    if kept is not None and changes.vouches(settings.database_url, job_id, token):
+        if age < window or kept.detail.status != JobStatus.RUNNING:  # only a running job's ETA moves
+            return cached[1], False
+        data = _with_live_eta(kept.detail).model_dump_json().encode()
+        _JSON_CACHE[key] = (now, data, cached[2])
+        return data, False
+    changed = changes.changed_for(settings.database_url, job_id, token)
+    if changed is not None:
+        return (cached[1], True) if min(changed, age) < window else (None, False)
+    if age < window:
+        return cached[1], age > window / 2
+    return None, False
 
 
-def job_detail_json(session: Session, job_id: int, settings: Settings, tenant: str | None = None) -> bytes:
-    """:func:`job_detail` as JSON; the same bytes are served again, to its tenant or the admin, for
-    STATUS_CACHE_SECONDS."""
-    cached = cached_detail_json(job_id, settings, tenant)
-    if cached is not None:
-        return cached
+def job_detail_json_and_tenant(session: Session, job_id: int, settings: Settings) -> tuple[bytes, str]:
+    """:func:`job_detail` as JSON, and the job's tenant; kept for :func:`peek_detail_json` to serve again
+    to its tenant or the admin."""
     key, now = (settings.database_url, job_id), time.monotonic()
-    detail = job_detail(session, job_id, settings, tenant)
+    forgotten = _FORGOTTEN.get(key)
+    detail = job_detail(session, job_id, settings)
     data = detail.model_dump_json().encode()
-    if settings.status_cache_seconds > 0:
+    if settings.status_cache_seconds > 0 and _FORGOTTEN.get(key) == forgotten:  # no forget_detail meanwhile
         if len(_JSON_CACHE) >= DETAIL_CACHE_SIZE:
             _JSON_CACHE.clear()
         _JSON_CACHE[key] = (now, data, detail.tenant)
-    return data
+    return data, detail.tenant
 
 
 def forget_detail(settings: Settings, job_id: int) -> None:
     """Drop a job's cached detail after this process changed it, so its user reads the change."""
-    _DETAIL_CACHE.pop((settings.database_url, job_id), None)
-    _JSON_CACHE.pop((settings.database_url, job_id), None)
+    key = (settings.database_url, job_id)
+    _FORGOTTEN[key] = _FORGOTTEN.get(key, 0) + 1  # a read under way must not keep what it read before
+    _DETAIL_CACHE.pop(key, None)
+    _JSON_CACHE.pop(key, None)
 
 
 _VERSION_QUERY = select(Job.updated_at, Job.status, select(func.max(JobEvent.id)).where(
@@ -166,7 +178,8 @@ class _Cached(NamedTuple):
 
 DETAIL_CACHE_SIZE = 10_000
 _DETAIL_CACHE: dict[tuple[str, int], _Cached] = {}
-_JSON_CACHE: dict[tuple[str, int], tuple[float, bytes, str]] = {}  # (cached at, JSON, the job's tenant)
+_JSON_CACHE: dict[tuple[str, int], tuple[float, bytes, str]] = {}  # (read at, JSON, the job's tenant)
+_FORGOTTEN: dict[tuple[str, int], int] = {}  # how often forget_detail dropped each job
 
 
 def _with_live_eta(detail: JobDetail) -> JobDetail:

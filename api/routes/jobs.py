@@ -7,11 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
-from api import jobs, limits, queries
+from api import jobs, limits, queries, status_reads
 from api.checkpoints import list_checkpoints
-from api.db import session_factory
 from api.deps import (
     COMMON_ERRORS,
     SUBMISSION_ERRORS,
@@ -94,21 +92,11 @@ def list_jobs(session: SessionDep, principal: PrincipalDep, status: JobStatus | 
 @router.get("/{job_id}", response_model=JobDetail, responses=NOT_FOUND)
 async def get_job(job_id: JobId, settings: SettingsDep, principal: PrincipalDep) -> Response:
     """Status, attempt, recoveries, progress, metrics, ETA, last checkpoint and recent events."""
-    # The most polled endpoint. A poll within STATUS_CACHE_SECONDS of the last is answered on the event
-    # loop from the pre-serialised bytes; otherwise the database is read in one thread-pool hand-off
-    # (no session dependency, which would take two more).
-    data = queries.cached_detail_json(job_id, settings, principal.scope)
-    if data is None:
-        try:
-            data = await run_in_threadpool(_job_detail_json, job_id, settings, principal.scope)
-        except JobNotFound as exc:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    try:
+        data = await status_reads.detail_json(job_id, settings, principal.scope)
+    except JobNotFound as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
     return Response(data, media_type="application/json")
-
-
-def _job_detail_json(job_id: int, settings: Settings, scope: str | None) -> bytes:
-    with session_factory()() as session:
-        return queries.job_detail_json(session, job_id, settings, scope)
 
 
 @router.post("/{job_id}/cancel", response_model=JobDetail,

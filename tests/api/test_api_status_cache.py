@@ -4,6 +4,7 @@ visible at once."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -12,9 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
-from api import changes, jobs
+from api import changes, jobs, queries, status_reads
 from api.db import session_scope
-from api.settings import Settings
+from api.errors import JobNotFound
+from api.settings import Settings, get_settings
 
 
 def test_worker_writes_show_after_the_cache_window(client: TestClient, running_job: tuple[int, int],
@@ -142,3 +144,35 @@ def test_a_lost_feed_vouches_for_nothing_and_a_new_connection_starts_over(
     assert feed.connected.wait(10), "the feed reconnects"
     assert not feed.vouches(job_id, taken), "a token of the old connection stays void"
     assert client.get(f"/jobs/{job_id}").json()["progress"]["global_step"] == 5
+
+
+def test_a_changed_job_is_answered_from_what_was_kept_while_it_is_read_again_in_the_background(
+        client: TestClient, running_job: tuple[int, int], feed: changes.ChangeFeed) -> None:
+    job_id, attempt = running_job  # STATUS_CACHE_SECONDS=3600 (the feed fixture)
+    assert client.get(f"/jobs/{job_id}").json()["progress"]["global_step"] in (None, 0)
+    with session_scope() as session:
+        assert jobs.record_progress(session, job_id, attempt, global_step=9, total_steps=20, step_time_s=1.0)
+    settings = get_settings()
+    kept = queries._DETAIL_CACHE[(settings.database_url, job_id)]
+    assert _until(lambda: feed.changed_for(job_id, kept.token) is not None), "the change is heard"
+    data, refresh = queries.peek_detail_json(job_id, settings)
+    assert data is not None and refresh, "the kept bytes are served (changed < the window), and a read is due"
+    assert client.get(f"/jobs/{job_id}").json()["progress"]["global_step"] in (None, 0), "the poll does not wait"
+    assert _until(lambda: client.get(f"/jobs/{job_id}").json()["progress"]["global_step"] == 9), \
+        "the background read lands the change"
+
+
+def test_polls_of_a_job_nothing_was_kept_for_wait_for_one_read(service: Settings, running_job: tuple[int, int],
+                                                                reconfigure: Callable[..., Settings]) -> None:
+    job_id, _ = running_job
+    settings = reconfigure(STATUS_CACHE_SECONDS=3600)
+
+    async def polls(count: int) -> list[bytes]:
+        return await asyncio.gather(*(status_reads.detail_json(job_id, settings, None) for _ in range(count)))
+
+    one = _statements(lambda: asyncio.run(polls(1)))
+    queries.forget_detail(settings, job_id)
+    many = _statements(lambda: asyncio.run(polls(10)))
+    assert one > 0 and many == one, f"10 concurrent polls sent {many} statements, one poll {one}"
+    with pytest.raises(JobNotFound):
+        asyncio.run(status_reads.detail_json(job_id, settings, "another-tenant"))
