@@ -1,4 +1,5 @@
-"""Helpers shared by the API tests: a small valid config and checkpoints uploaded like a worker's."""
+"""Helpers shared by the API tests: a small valid config, checkpoints uploaded like a worker's, and the
+messages waiting on a broker's queue."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import hashlib
 from typing import Any
 
 import torch
+from kombu import Connection
 
 from veernet_core.checkpoint import CheckpointRef, LocalStore, S3Store, job_prefix, serialize
 
@@ -31,3 +33,21 @@ def upload_checkpoint(store: LocalStore | S3Store, job_id: int, attempt: int, ep
                         metrics={"val_iou": 0.5 + epoch / 100}, is_best=is_best,
                         global_step=epoch * steps_per_epoch)
     return ref, data
+
+
+def take_messages(broker_url: str, queue: str) -> list[tuple[str, list[Any]]]:
+    """Consume and acknowledge every message waiting on ``queue``, as workers would: [(task name, args)]."""
+    messages = []
+    with Connection(broker_url) as connection:
+        simple = connection.SimpleQueue(queue)
+        try:
+            while True:
+                try:
+                    message = simple.get_nowait()
+                except simple.Empty:
+                    break
+                messages.append((message.headers["task"], message.payload[0]))  # payload: (args, kwargs, embed)
+                message.ack()
+        finally:
+            simple.close()
+    return messages

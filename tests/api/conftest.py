@@ -6,8 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from api_testkit import SMALL_CONFIG
-from kombu import Connection
+from api_testkit import SMALL_CONFIG, take_messages
 
 from api import jobs
 from api.db import session_scope
@@ -21,20 +20,7 @@ def broker_messages(service: Settings) -> Callable[[str], list[tuple[str, list[A
     """Take every message waiting on a queue of the configured broker: [(task name, args), ...]."""
 
     def take(queue: str) -> list[tuple[str, list[Any]]]:
-        messages = []
-        with Connection(service.broker_url) as connection:
-            simple = connection.SimpleQueue(queue)
-            try:
-                while True:
-                    try:
-                        message = simple.get_nowait()
-                    except simple.Empty:
-                        break
-                    messages.append((message.headers["task"], message.payload[0]))
-                    message.ack()
-            finally:
-                simple.close()
-        return messages
+        return take_messages(service.broker_url, queue)
 
     return take
 

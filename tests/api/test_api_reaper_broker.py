@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import redis
-from api_testkit import SMALL_CONFIG
+from api_testkit import SMALL_CONFIG, take_messages
 from kombu import Connection
 
 from api import jobs
@@ -44,21 +44,8 @@ def queued_job(age_s: float) -> int:
 
 
 def take_all(url: str, queue: str) -> list[int]:
-    """Consume and acknowledge every waiting message, as workers would: the job ids they carried."""
-    taken = []
-    with Connection(url) as connection:
-        simple = connection.SimpleQueue(queue)
-        try:
-            while True:
-                try:
-                    message = simple.get_nowait()
-                except simple.Empty:
-                    break
-                taken.append(message.payload[0][0])  # (args, kwargs, embed): args = [job id]
-                message.ack()
-        finally:
-            simple.close()
-    return taken
+    """Consume every waiting message, as workers would: the job ids they carried."""
+    return [args[0] for _task, args in take_messages(url, queue)]
 
 
 def test_the_broker_is_read_for_the_jobs_it_holds_per_queue(broker: str) -> None:
