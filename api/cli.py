@@ -158,9 +158,10 @@ def keys_create(tenant: Annotated[str, typer.Option(help="who the key acts for: 
 
 @keys.command("revoke")
 def keys_revoke(id_or_prefix: Annotated[str, typer.Argument(help="the key's id or prefix, from `keys list`")]) -> None:
-    """Revoke a key: requests with it get 401 from now on."""
+    """Revoke a key: requests with it get 401 within API_KEY_CACHE_SECONDS."""
     from api import auth
     from api.db import session_scope
+    from api.settings import get_settings
 
     try:
         with _keys_table(), session_scope() as session:
@@ -170,6 +171,8 @@ def keys_revoke(id_or_prefix: Annotated[str, typer.Argument(help="the key's id o
         raise typer.Exit(1) from exc
     typer.echo(f"revoked key {row.id} ({row.prefix}...) of tenant {row.tenant!r} at "
                f"{row.revoked_at:%Y-%m-%d %H:%M:%S} UTC")
+    typer.echo(f"API processes refuse it within API_KEY_CACHE_SECONDS ({get_settings().api_key_cache_seconds:g} s)",
+               err=True)
 
 
 @keys.command("list")
