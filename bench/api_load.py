@@ -1,13 +1,14 @@
 """API load on the real stack: a trivial endpoint and the job-status endpoint side by side, then submits.
 
-Starts the API (`veernet api`) as docker-compose runs it, with API keys on (a tenant's key, its
-submission limits off), on a fresh Postgres database with Redis as the broker; seeds SEED_JOBS
-running jobs, of which FLEET keep writing progress (a step a second each, as a worker per GPU does)
-while they are polled. Drives it from a second process on loopback with wrk (50 connections) for
-GET /livez (trivial) and GET /jobs/{id} (status), first with one API process (the embedded default),
-then with API_PROCESSES (as docker-compose runs it; the headline figures), and with 50 concurrent
-Python clients for POST /jobs. Afterwards every 202 must have its row and its message in the Redis
-queue. Prints one JSON line. Needs wrk (apt-get install wrk).
+Starts the API (`veernet api`) with API keys on (a tenant's key, its submission limits off), on a
+fresh Postgres database with Redis as the broker; seeds SEED_JOBS running jobs, of which FLEET keep
+writing progress (a step a second each, as a worker per GPU does) while they are polled. Drives it
+from a second process on loopback with wrk (50 connections) for GET /livez (trivial) and
+GET /jobs/{id} (status), each after a warm-up run: first one API process pinned to one core with wrk
+pinned to the other (the headline figures: the client does not take the server's core, as on
+another host), then API_PROCESSES as docker-compose runs them (suffix _2proc), sharing both cores
+with wrk; then 50 concurrent Python clients POST /jobs. Afterwards every 202 must have its row and
+its message in the Redis queue. Prints one JSON line. Needs wrk (apt-get install wrk) and taskset.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ SEED_JOBS = 200
 FLEET = 8  # of the seeded jobs, those whose workers write progress during the run: one per GPU of a box
 STEP_S = 1.0  # between a fleet job's progress writes
 API_PROCESSES = 2  # docker-compose's `veernet api --workers 2`: one per core of this 2-core machine
+# The headline run: (the API's CPU, wrk's CPU), so that the client does not take the server's core.
+PINNED = ("0", "1") if len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset") else None
 REDIS_URL = "redis://127.0.0.1:6379/13"
 CONFIG = {"data": {"dataset_size": 40, "scale": 0.1}, "epochs": 1, "device": "cpu"}
 STATUS_LUA = """
@@ -54,7 +57,8 @@ end
 """
 
 
-def _wrk(url: str, script: str | None = None, key: str | None = None, duration_s: int = DURATION_S) -> dict[str, float]:
+def _wrk(url: str, script: str | None = None, key: str | None = None, duration_s: int = DURATION_S,
+         cpus: str | None = None) -> dict[str, float]:
     argv = ["wrk", "-t2", f"-c{CLIENTS}", f"-d{duration_s}s", "--latency", url]
     if key:
         argv[1:1] = ["-H", f"Authorization: Bearer {key}"]
@@ -62,6 +66,8 @@ def _wrk(url: str, script: str | None = None, key: str | None = None, duration_s
         if script:
             handle.write(script)
             argv[1:1] = ["-s", handle.name]
+    if cpus:
+        argv[:0] = ["taskset", "-c", cpus]
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
@@ -135,8 +141,9 @@ def _fleet_writing(db_url: str) -> Iterator[list[int]]:
         thread.join()
 
 
-def _serve(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen([sys.executable, "-m", "api.cli", "api", "--port", str(port), "--workers", str(workers),
+def _serve(env: dict[str, str], port: int, workers: int, cpus: str | None = None) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen([*(["taskset", "-c", cpus] if cpus else []),
+                               sys.executable, "-m", "api.cli", "api", "--port", str(port), "--workers", str(workers),
                                "--loglevel", "warning"], env=env)
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
         for _ in range(150):
@@ -175,18 +182,18 @@ def main() -> None:
                 for _ in range(SEED_JOBS):
                     http.post("/jobs", json={"kind": "train", "config": CONFIG}).raise_for_status()
             _run_seeded_jobs(db_url)
-            # Side by side on one server: one API process (the embedded default), then as docker-compose
-            # runs it (API_PROCESSES, about one per core).
-            for workers in (1, API_PROCESSES):
-                if workers != 1:
-                    _stop(server)
-                    server = _serve(env, port, workers)
-                _wrk(f"{base}/livez", duration_s=WARM_UP_S)  # each process past its first requests
-                trivial = _wrk(f"{base}/livez")
+            # Side by side on one server. Headline: one API process on one core and wrk on the other, as a
+            # client on another host would be. Then API_PROCESSES (as docker-compose runs it, one per core),
+            # which on this machine share both cores with wrk.
+            for suffix, workers, cpus in (("", 1, PINNED), (f"_{API_PROCESSES}proc", API_PROCESSES, None)):
+                _stop(server)
+                server = _serve(env, port, workers, cpus and cpus[0])
+                wrk_cpus = cpus and cpus[1]
+                _wrk(f"{base}/livez", duration_s=WARM_UP_S, cpus=wrk_cpus)  # each process past its first requests
+                trivial = _wrk(f"{base}/livez", cpus=wrk_cpus)
                 with _fleet_writing(db_url) as writes:
-                    _wrk(base, STATUS_LUA % SEED_JOBS, key, WARM_UP_S)  # every job read once per process
-                    status = _wrk(base, STATUS_LUA % SEED_JOBS, key)
-                suffix = "" if workers == API_PROCESSES else f"_{workers}proc"
+                    _wrk(base, STATUS_LUA % SEED_JOBS, key, WARM_UP_S, wrk_cpus)  # every job read once per process
+                    status = _wrk(base, STATUS_LUA % SEED_JOBS, key, cpus=wrk_cpus)
                 figures.update({f"trivial_rps{suffix}": round(trivial["rps"], 1),
                                 f"trivial_p99_ms{suffix}": round(trivial["p99_ms"], 2),
                                 f"status_rps{suffix}": round(status["rps"], 1),
@@ -208,7 +215,7 @@ def main() -> None:
         queued = jobs_in_broker("train") or set()  # what the reaper reads: the messages waiting in Redis
         persisted = sum(1 for job_id in ids if job_id in rows and job_id in queued)
     print(json.dumps({
-        "clients": CLIENTS, "duration_s": DURATION_S, "api_processes": API_PROCESSES, "fleet_jobs_writing": FLEET,
+        "clients": CLIENTS, "duration_s": DURATION_S, "pinned_api_wrk_cpus": PINNED, "fleet_jobs_writing": FLEET,
         **figures,
         "submit_rps": round(len(ids) / elapsed, 1), "submitted": len(ids), "submit_failures": failures,
         "persisted": persisted,
