@@ -61,9 +61,10 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
     probabilities = clock("predict", predict_probabilities, model, image)
     calibration = Calibration.from_dict(config["calibration"], *image.shape)
     meta = ExportMeta(sha256, config["model"]["model_id"], config.get("scan", ""), config.get("well", ""))
-    # Pillow encodes PNGs without holding the GIL: the mask is encoded beside the (pure Python) tracing
-    # and the overlay beside the text formats, on the core the forward pass no longer needs.
-    with ThreadPoolExecutor(1, thread_name_prefix="png") as background:
+    # zlib and Pillow encode PNGs without holding the GIL: the mask is encoded beside the (pure Python)
+    # tracing and the overlay beside the text formats, on the core the forward pass no longer needs; two
+    # threads, so the overlay never waits behind a mask that is still compressing.
+    with ThreadPoolExecutor(2, thread_name_prefix="png") as background:
         mask = background.submit(clock, "mask", mask_png, probabilities)
         curves = clock("trace", digitise, probabilities, calibration)
         overlay = background.submit(clock, "overlay", overlay_png, image, curves)
