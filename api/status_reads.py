@@ -40,9 +40,9 @@ def _read(job_id: int, settings: Settings) -> asyncio.Future[tuple[bytes, str]]:
     """The read of the job under way, or a new one: the bytes kept for every caller, and the job's tenant."""
     key = (settings.database_url, job_id)
     found = _reads.get(key)
-    if found is None:
+    if found is None or found.get_loop() is not asyncio.get_running_loop():  # another loop's: a test's, gone
         found = _reads[key] = asyncio.ensure_future(run_in_threadpool(_read_job, job_id, settings))
-        found.add_done_callback(lambda _done: _reads.pop(key, None))
+        found.add_done_callback(lambda done: _reads.pop(key) if _reads.get(key) is done else None)
     return found
 
 
