@@ -22,6 +22,11 @@ exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall.
 
 Prints one JSON line; `e2e_over_forward` is the larger of the two widths' best-e2e / forward ratios.
 Targets: e2e_over_forward <= 1.3, rss_ratio_12800_vs_3200 <= 1.25.
+
+On a shared 2-core machine the forward's own time swings 2-3x with other work (torch's two threads
+stall when a core is taken), so the two bests can come from different minutes. `e2e_over_forward_paired`
+(information, not the target) pairs each request with the forwards timed just before and after it
+(the faster of the two kinds, each the better of its two neighbours) and takes the median ratio.
 """
 
 from __future__ import annotations
@@ -233,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             "e2e_runs_s": [round(x, 3) for x in t["e2e"]],
             "queue_s": round(split["queue_s"], 3), "worker_s": round(split["worker_s"], 3),
             "e2e_over_forward": round(e2e / forward, 3), "stages_s": t["stages"], **rss[width],
+            "forward_whole_runs_s": [round(x, 3) for x in t["whole"]],
+            "forward_tiled_runs_s": [round(x, 3) for x in t["tiled"]],
+            "e2e_over_forward_paired": round(paired_ratio(t), 3),
         }
     result["e2e_over_forward_3200"] = result["w3200"]["e2e_over_forward"]
     result["e2e_over_forward_12800"] = result["w12800"]["e2e_over_forward"]
@@ -242,6 +250,16 @@ def main(argv: list[str] | None = None) -> int:
     result["bench_seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(result))
     return 0
+
+
+def paired_ratio(t: dict[str, Any]) -> float:
+    """Median over repeats of e2e / the forward timed beside it: the whole-image call just before the
+    request (and the next repeat's, just after the tiled one) or the tiled calls just after it."""
+    ratios = []
+    for i, e2e in enumerate(t["e2e"]):
+        whole = min(t["whole"][i : i + 2])  # before this request, and after the tiled calls that follow it
+        ratios.append(e2e / min(whole, t["tiled"][i]))
+    return statistics.median(ratios)
 
 
 def measure(model: torch.nn.Module, logs: dict[int, SynthLog], scans: dict[int, bytes], data_dir: str,
