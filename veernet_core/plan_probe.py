@@ -201,7 +201,8 @@ def probe_in_fresh_process(config: TrainConfig, device: str | torch.device) -> T
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"the throughput probe process failed (exit {done.returncode}): {done.stderr[-2000:]}")
-    return Throughput(**json.loads(lines[-1]))
+    fields = json.loads(lines[-1])
+    return Throughput(**{**fields, "notes": tuple(fields.get("notes", ()))})
 
 
 def _probe_main() -> None:
