@@ -44,8 +44,9 @@ class Cli:
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         """The command in the background, for a test to interrupt."""
-        return subprocess.Popen([VEERNET, *args], env=self._env({}), cwd=self.cwd, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        # PYTHONFAULTHANDLER: a command that hangs can be made to print every thread's stack (SIGABRT).
+        return subprocess.Popen([VEERNET, *args], env=self._env({"PYTHONFAULTHANDLER": "1"}), cwd=self.cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def _env(self, changes: dict[str, str | None]) -> dict[str, str]:
         full = {**self.env, "VEERNET_URL": self.url, "VEERNET_API_KEY": self.key}

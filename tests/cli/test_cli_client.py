@@ -212,7 +212,11 @@ def test_an_interrupted_download_leaves_nothing_behind(cli_service: CliService, 
         presigning.moto.signal(signal.SIGSTOP)
         assert download.poll() is None, download.communicate()
         download.send_signal(signal.SIGINT)  # Ctrl-C
-        _out, err = download.communicate(timeout=30)
+        try:
+            _out, err = download.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            download.send_signal(signal.SIGABRT)  # the faulthandler prints where every thread is stuck
+            pytest.fail(f"Ctrl-C did not end the download within 30 s:\n{download.communicate(timeout=30)[1]}")
     finally:
         presigning.moto.signal(signal.SIGCONT)
         download.kill()
