@@ -29,6 +29,10 @@ CLIENT_ENV = ("VEERNET_URL", "VEERNET_API_KEY")
 PRESIGN_BUCKET = "cli-presign"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @dataclass
 class Cli:
     """Runs `veernet ...` as a user would: URL and key from the environment unless a test says otherwise."""
@@ -45,8 +49,11 @@ class Cli:
     def start(self, *args: str) -> subprocess.Popen[str]:
         """The command in the background, for a test to interrupt."""
         # PYTHONFAULTHANDLER: a command that hangs can be made to print every thread's stack (SIGABRT).
+        # SIGINT as a terminal gives it: a test run started in the background (`make test &`, some CI
+        # runners) ignores SIGINT, children inherit that, and Python then installs no Ctrl-C handler.
         return subprocess.Popen([VEERNET, *args], env=self._env({"PYTHONFAULTHANDLER": "1"}), cwd=self.cwd,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_default_sigint)
 
     def _env(self, changes: dict[str, str | None]) -> dict[str, str]:
         full = {**self.env, "VEERNET_URL": self.url, "VEERNET_API_KEY": self.key}
