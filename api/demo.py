@@ -32,7 +32,7 @@ DEMO_CONFIG: dict[str, Any] = {
 START_TIMEOUT_S = 90.0
 JOB_TIMEOUT_S = 600.0
 # The scan to digitise: a held-out seed (the bundled model trained on seed 0) at the bundled model's scale.
-DEMO_SCAN = {"seed": 424242, "index": 3, "scale": 0.1, "classes": 3}
+DEMO_SCAN: dict[str, Any] = {"seed": 424242, "index": 3, "scale": 0.1, "classes": 3}
 SEGMENT_WAIT_S = 120.0
 
 

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -261,9 +261,10 @@ def _reliability(request: PlanRequest, target: str | None, taxes: list[float], r
 
 def _measured_failure_rate(session: Session, target: str) -> float | None:
     """Attempts lost to infrastructure per hour of wall-clock, over the class's recent finished jobs."""
-    rows = session.execute(select(Job.infra_failures, Job.started_at, Job.finished_at).where(
-        Job.device_class == target, Job.finished_at.is_not(None), Job.started_at.is_not(None))
-        .order_by(Job.id.desc()).limit(HISTORY_JOBS * 5)).all()
+    rows = cast("Sequence[tuple[int, datetime, datetime]]", session.execute(  # the query excludes NULL times
+        select(Job.infra_failures, Job.started_at, Job.finished_at).where(
+            Job.device_class == target, Job.finished_at.is_not(None), Job.started_at.is_not(None))
+        .order_by(Job.id.desc()).limit(HISTORY_JOBS * 5)).all())
     hours = sum((end - start).total_seconds() for _, start, end in rows) / 3600.0
     return sum(lost for lost, _, _ in rows) / hours if hours > 0 else None
 

@@ -43,9 +43,9 @@ def reap_once(now: datetime | None = None, settings: Settings | None = None) -> 
         requeued = reap_expired(session, now, settings=settings)
         resent = stale_queued(session, now, settings.queued_resend_seconds, in_broker)
         ids = requeued + resent
-        kinds = {job_id: kind for job_id, kind in session.execute(select(Job.id, Job.kind).where(Job.id.in_(ids)))}
+        kind_of = {job_id: kind for job_id, kind in session.execute(select(Job.id, Job.kind).where(Job.id.in_(ids)))}
     report = ReapReport(requeued, resent)
-    report.send_failed = [job_id for job_id in ids if not send_job_id(job_id, kinds[job_id])]
+    report.send_failed = [job_id for job_id in ids if not send_job_id(job_id, kind_of[job_id])]
     if ids:
         log.info("reaper: requeued %s, re-sent %s, send failed for %s", requeued, resent, report.send_failed)
     return report

@@ -30,10 +30,10 @@ async def detail_json(job_id: int, settings: Settings, tenant: str | None) -> by
         if refresh:
             _read(job_id, settings).add_done_callback(_quietly)
         return data
-    data, owner = await asyncio.shield(_read(job_id, settings))
+    read, owner = await asyncio.shield(_read(job_id, settings))
     if tenant is not None and owner != tenant:
         raise JobNotFound(job_id)
-    return data
+    return read
 
 
 def _read(job_id: int, settings: Settings) -> asyncio.Future[tuple[bytes, str]]:

@@ -233,7 +233,8 @@ def deserialize(data: bytes, expected_sha256: str | None = None) -> dict[str, An
     except Exception as exc:
         raise CheckpointError(f"unreadable checkpoint: {exc}") from exc
     if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"unknown checkpoint format {getattr(state, 'get', dict().get)('format_version')!r}")
+        found = getattr(state, "get", dict[str, Any]().get)("format_version")
+        raise CheckpointError(f"unknown checkpoint format {found!r}")
     return state
 
 

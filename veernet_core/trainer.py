@@ -6,7 +6,7 @@ import math
 import random
 import time
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -208,7 +208,9 @@ def validation_batches(indices: list[int], sizes: list[tuple[int, int]], pixel_b
 def rng_state() -> dict[str, Any]:
     """Every RNG the process has, as tensors and primitives (loadable with weights_only=True)."""
     _, internal, gauss = random.getstate()
-    _, keys, pos, has_gauss, cached = np.random.get_state()
+    # np.random's global RandomState is MT19937, so the legacy state is the tuple, never the dict
+    legacy_state = cast("tuple[str, np.ndarray[Any, np.dtype[np.uint32]], int, int, float]", np.random.get_state())
+    _, keys, pos, has_gauss, cached = legacy_state
     return {
         "python": torch.tensor(internal, dtype=torch.int64),
         "python_gauss": float("nan") if gauss is None else float(gauss),

@@ -78,7 +78,7 @@ class ServiceCallbacks(TrainCallbacks):
         if p.phase == self._last_phase and now - self._last_write < PROGRESS_INTERVAL_S:
             return
         self._last_write, self._last_phase = now, p.phase
-        fields = {
+        fields: dict[str, Any] = {
             "epoch": p.epoch, "step": p.step, "steps_per_epoch": p.steps_per_epoch,
             "total_steps": p.total_steps, "global_step": p.global_step,
             "images_per_s": p.images_per_s or None, "step_time_s": p.step_time_s or None,
