@@ -212,7 +212,8 @@ def pick_checkpoint(client: VeerNetClient, job_id: int) -> int:
 def segment(
     scan: Annotated[Path, typer.Argument(help="the scanned log: PNG, TIFF or JPEG", show_default=False)],
     calibration: Annotated[Path, typer.Option(help="JSON or YAML: the calibration {depth, curves, ...}, or the "
-                                              "whole options {calibration, well, model, rotate_portrait}",
+                                              "whole options {calibration, well, model, rotate_portrait, "
+                                              "scan_scale}",
                                               show_default=False)],
     out: Annotated[list[Path] | None, typer.Option("--out", "-o", help="a .las, .csv or .json file to write "
                                                    "(repeatable) [default: the scan's name with .las]",
@@ -221,6 +222,9 @@ def segment(
     model_checkpoint: Annotated[int | None, typer.Option(help="digitise with this checkpoint")] = None,
     model_job: Annotated[int | None, typer.Option(help="digitise with this job's best checkpoint")] = None,
     rotate_portrait: Annotated[bool, typer.Option(help="turn a portrait scan so depth runs along its width")] = False,
+    scan_scale: Annotated[float | None, typer.Option(help="the scan's pixel scale: 1.0 = full-resolution logs "
+                                                     "(480-640 px tall, about 300 dpi) [default: its height / 560 px]",
+                                                     show_default=False)] = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the result")] = 600.0,
     url: Url = DEFAULT_URL, key: Key = None,
 ) -> None:
@@ -230,7 +234,7 @@ def segment(
         if path.suffix.lower() not in RESULT_FORMATS:
             fail(f"--out {path}: name a .las, .csv or .json file")
     formats = [RESULT_FORMATS[path.suffix.lower()] for path in outputs]
-    options = segment_options(calibration, well, model_checkpoint, model_job, rotate_portrait)
+    options = segment_options(calibration, well, model_checkpoint, model_job, rotate_portrait, scan_scale)
     with api(url, key) as client:
         with views.Spinner(f"digitising {scan.name}") as spinner:
             job_id, result = client.segment(scan, options, min(timeout, 30.0))
@@ -246,7 +250,7 @@ def segment(
 
 
 def segment_options(calibration: Path, well: str | None, model_checkpoint: int | None, model_job: int | None,
-                    rotate_portrait: bool) -> dict[str, Any]:
+                    rotate_portrait: bool, scan_scale: float | None = None) -> dict[str, Any]:
     loaded = load_mapping(calibration, "calibration file")
     options: dict[str, Any] = dict(loaded) if "calibration" in loaded else {"calibration": loaded}
     if model_checkpoint is not None and model_job is not None:
@@ -259,6 +263,8 @@ def segment_options(calibration: Path, well: str | None, model_checkpoint: int |
         options["well"] = well
     if rotate_portrait:
         options["rotate_portrait"] = True
+    if scan_scale is not None:
+        options["scan_scale"] = scan_scale
     return options
 
 

@@ -23,6 +23,7 @@ from api.errors import CheckpointNotFound, JobNotFound, ServiceError
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
 from veernet_core.calibration import Calibration, CalibrationError
+from veernet_core.rescale import check_scan_scale
 
 MIN_SIDE = 32
 RESULT_FILES = {"result": "result.json", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
@@ -89,12 +90,17 @@ def parse_options(raw: str | None) -> dict[str, Any]:
         raise SegmentInputError("options", f"is not valid JSON: {exc}") from exc
     if not isinstance(options, dict):
         raise SegmentInputError("options", "must be a JSON object")
-    unknown = set(options) - {"model", "calibration", "rotate_portrait", "well"}
+    unknown = set(options) - {"model", "calibration", "rotate_portrait", "well", "scan_scale"}
     if unknown:
         raise SegmentInputError(f"options.{sorted(unknown)[0]}", "unknown option; allowed: model, calibration, "
-                                "rotate_portrait, well")
+                                "rotate_portrait, scan_scale, well")
     if not isinstance(options.get("rotate_portrait", False), bool):
         raise SegmentInputError("options.rotate_portrait", "must be true or false")
+    if options.get("scan_scale") is not None:
+        try:
+            options["scan_scale"] = check_scan_scale(options["scan_scale"])
+        except ValueError as exc:
+            raise SegmentInputError("options.scan_scale", str(exc)) from exc
     return options
 
 
@@ -144,7 +150,8 @@ def _from_row(row: Checkpoint, model_id: str) -> dict[str, Any]:
 def create_segment_job(session: Session, options: dict[str, Any], model: dict[str, Any],
                        calibration: dict[str, Any], filename: str, tenant: str = LOCAL_TENANT) -> Job:
     config = {"model": model, "calibration": calibration, "rotate_portrait": bool(options.get("rotate_portrait")),
-              "well": str(options.get("well", ""))[:80], "scan": filename[:200]}
+              "scan_scale": options.get("scan_scale"), "well": str(options.get("well", ""))[:80],
+              "scan": filename[:200]}
     return jobs.create_job(session, "segment", config, tenant)
 
 

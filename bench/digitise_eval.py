@@ -38,8 +38,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from veernet_core.checkpoint import deserialize  # noqa: E402
-from veernet_core.digitise import Calibration, digitise  # noqa: E402
-from veernet_core.predict import bundled_model_path, load_model, predict_probabilities, read_checkpoint  # noqa: E402
+from veernet_core.digitise import Calibration, Digitised, digitise  # noqa: E402
+from veernet_core.predict import bundled_model_path, load_model, read_checkpoint  # noqa: E402
+from veernet_core.rescale import digitise_scan  # noqa: E402
 from veernet_core.synth import SynthLog, generate  # noqa: E402
 
 
@@ -67,9 +68,10 @@ def truth_probabilities(log: SynthLog, classes: int) -> np.ndarray:
 Row = dict[str, Any]
 
 
-def evaluate_log(log: SynthLog, probs: np.ndarray) -> list[Row]:
-    """Per true curve: its truth and the matched trace, over all columns."""
-    digitised = digitise(probs, calibration_for(log))
+def evaluate_log(log: SynthLog, probs: np.ndarray, digitised: Digitised | None = None) -> list[Row]:
+    """Per true curve: its truth and the matched trace, over all columns (`digitised`: the curves read
+    from `probs` already, as the service reads them; else read here)."""
+    digitised = digitised or digitise(probs, calibration_for(log))
     traces = [c.trace for c in digitised.curves]
     truths = [true_position(log, k) for k in range(len(log.curves))]
     order = list(range(len(traces)))
@@ -152,23 +154,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed == train_data["seed"]:
         raise SystemExit(f"--seed {args.seed} is the training data seed; pick a held-out one")
     model, config = load_model(data)
+    if args.as_is:  # read every scan at its own pixel scale, whatever the model was trained at
+        model.trained_scale = None
     scale = args.scale or float(train_data["scale"])
     classes = args.classes or config.num_classes
     if args.source == "model" and classes != config.num_classes:
         raise SystemExit(f"--classes {classes}: the model has {config.num_classes}; only --source truth may differ")
     counts = np.zeros((classes, 3), dtype=np.int64)
     curves: list[Row] = []
+    resampled = 0
     started = time.monotonic()
     for index in range(args.logs):
         log = generate(args.seed, index, scale, classes)
-        truth = args.source == "truth"
-        probs = truth_probabilities(log, classes) if truth else predict_probabilities(model, log.image)
-        counts += pixel_counts(probs.argmax(axis=0), log.mask, classes)
-        curves += evaluate_log(log, probs)
+        if args.source == "truth":
+            probs, digitised = truth_probabilities(log, classes), None
+        else:  # the service's path: at the model's own scale when the log's differs (veernet_core.rescale)
+            digitised, probs, resampling = digitise_scan(model, log.image, calibration_for(log), args.scan_scale)
+            resampled += resampling.resampled
+        if probs.shape[1:] == log.mask.shape:  # pixel IoU only where the model read the log's own grid
+            counts += pixel_counts(probs.argmax(axis=0), log.mask, classes)
+        curves += evaluate_log(log, probs, digitised)
     names = ["background", "curve"] if classes == 2 else ["background"] + [f"curve{i}" for i in range(1, classes)]
-    iou = {n: round(float(tp / (tp + fp + fn)), 4) for n, (tp, fp, fn) in zip(names, counts, strict=True)}
+    iou = {n: round(float(tp / (tp + fp + fn)), 4) if tp + fp + fn else None
+           for n, (tp, fp, fn) in zip(names, counts, strict=True)}
     result: dict[str, Any] = {"logs": args.logs, "seed": args.seed, "scale": scale, "classes": classes,
-                              "source": args.source, "iou": iou, "iou_curve_min": min(list(iou.values())[1:])}
+                              "source": args.source, "resampled_logs": resampled,
+                              "model_scale": float(train_data["scale"]) if train_data.get("kind", "synth") == "synth"
+                              else None,
+                              "iou": iou, "iou_curve_min": min(list(iou.values())[1:], key=lambda v: v or 0.0)}
     result.update(summarise(curves))
     for n, name in ((1, "one_curve_logs"), (2, "two_curve_logs")):  # two: identity through crossings matters
         group = [c for c in curves if c["curves_in_log"] == n]
@@ -186,6 +199,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--logs", type=int, default=60)
     p.add_argument("--seed", type=int, default=424242, help="held-out data seed (never the training seed)")
     p.add_argument("--scale", type=float, help="log scale (default: the checkpoint's training scale)")
+    p.add_argument("--scan-scale", type=float, help="the scale the service is told the scans are at (default: "
+                   "estimated from each scan's height, as the service does)")
+    p.add_argument("--as-is", action="store_true", help="never bring a scan to the model's scale (for comparison)")
     p.add_argument("--source", choices=("model", "truth"), default="model",
                    help="'truth' feeds the generator's mask as probabilities: extraction alone")
     p.add_argument("--classes", type=int, choices=(2, 3),

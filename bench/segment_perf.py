@@ -3,7 +3,10 @@
     python bench/segment_perf.py [--repeats 3] [--seed 2026]
 
 Two full-scale synthetic scans (scale 1.0), found by size without rendering (`synth.log_size`): one
-exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall. For each:
+exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall. Every request states the
+scans at the bundled model's own scale (`scan_scale` 0.1), so the model reads every pixel of them, as a
+model trained at full resolution does; told nothing, the service would bring them to the bundled model's
+scale first (veernet_core.rescale) and the forward below would not be the work it does. For each:
 
   forward     the bundled model's bare forward over the scan's pixels, best of `repeats` after a warm-up,
               in this process: whole (one call on the whole image, 32-px aligned) and tiled (the model calls
@@ -16,6 +19,8 @@ exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall.
               forward runs so both see the same machine.
   stages      one in-process run of the segment worker's pipeline, stage by stage (decode, tiled
               inference with blending, tracing, each export), to show where the time goes.
+  e2e_resampled_s  one POST /segment?wait=true without scan_scale, as a user of the bundled model sends a
+              full-resolution scan: read at the model's scale (information, beside the targets).
   rss         peak RSS (ru_maxrss) of a fresh process that runs the segment worker's own function
               (`worker.segment_runner.digitise_scan`) on the scan; `rss_base_mb` is the same process
               after imports and model load, before the scan.
@@ -134,9 +139,14 @@ def wait_ready(client: httpx.Client) -> None:
     raise SystemExit("the service did not become healthy in 120 s")
 
 
-def segment(client: httpx.Client, scan: bytes, log: SynthLog) -> tuple[float, dict[str, Any]]:
+# The bundled model's training scale: scans stated at it are read pixel for pixel (no resampling).
+READ_EVERY_PIXEL = {"scan_scale": 0.1}
+
+
+def segment(client: httpx.Client, scan: bytes, log: SynthLog, stated: dict[str, float] | None = None,
+            ) -> tuple[float, dict[str, Any]]:
     """One POST /segment?wait=true; (seconds from sending to holding the result, the job's timings)."""
-    options = json.dumps({"calibration": log.calibration()})
+    options = json.dumps({"calibration": log.calibration(), **(READ_EVERY_PIXEL if stated is None else stated)})
     started = time.perf_counter()
     response = client.post("/segment", params={"wait": "true", "timeout": 900},
                            files={"file": ("scan.png", scan, "image/png")}, data={"options": options})
@@ -180,7 +190,7 @@ def worker_config(log: SynthLog) -> dict[str, Any]:
 
     calibration = Calibration.from_dict(log.calibration(), *log.image.shape).to_dict()
     return {"model": {"source": "bundled", "model_id": "bundled/veernet-small"}, "calibration": calibration,
-            "rotate_portrait": False, "well": "", "scan": "scan.png"}
+            "rotate_portrait": False, "well": "", "scan": "scan.png", **READ_EVERY_PIXEL}
 
 
 def peak_rss(scan_path: Path, config_path: Path, data_dir: str) -> dict[str, float]:
@@ -241,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             "forward_whole_runs_s": [round(x, 3) for x in t["whole"]],
             "forward_tiled_runs_s": [round(x, 3) for x in t["tiled"]],
             "e2e_over_forward_paired": round(paired_ratio(t), 3),
+            "e2e_resampled_s": round(t["e2e_resampled_s"], 3),
         }
     result["e2e_over_forward_3200"] = result["w3200"]["e2e_over_forward"]
     result["e2e_over_forward_12800"] = result["w12800"]["e2e_over_forward"]
@@ -287,6 +298,9 @@ def measure(model: torch.nn.Module, logs: dict[int, SynthLog], scans: dict[int, 
                     t["e2e"].append(elapsed)
                     t["split"].append(job_split(job))
                     t["tiled"].append(f.time(f.tiles))
+            for width in WIDTHS:
+                elapsed, _ = segment(client, scans[width], logs[width], stated={})
+                out[width]["e2e_resampled_s"] = elapsed
     finally:
         service.send_signal(signal.SIGTERM)  # `veernet up` forwards it to the API and the workers
         service.wait(timeout=120)

@@ -85,26 +85,28 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_digitise(args: argparse.Namespace) -> int:
-    from veernet_core.digitise import Calibration, digitise
+    from veernet_core.digitise import Calibration
     from veernet_core.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
-    from veernet_core.predict import bundled_model_path, load_image, load_model, predict_probabilities, read_checkpoint
+    from veernet_core.predict import bundled_model_path, load_image, load_model, read_checkpoint
+    from veernet_core.rescale import digitise_scan
 
     image = load_image(Path(args.scan).read_bytes(), max_pixels=args.max_pixels, rotate_portrait=args.rotate_portrait)
     calibration = Calibration.from_dict(json.loads(Path(args.calibration).read_text()), *image.shape)
     data, sha256 = read_checkpoint(args.checkpoint or bundled_model_path())
     model, _ = load_model(data)
-    probabilities = predict_probabilities(model, image, tile_width=args.tile_width, overlap=args.overlap)
-    result = digitise(probabilities, calibration)
+    result, probabilities, resampling = digitise_scan(model, image, calibration, args.scan_scale,
+                                                      args.tile_width, args.overlap)
     meta = ExportMeta(sha256, "file/" + Path(args.checkpoint).name if args.checkpoint else "bundled/veernet-small",
                       scan=Path(args.scan).name)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(to_json(result, meta), allow_nan=False))
+    (out / "result.json").write_text(json.dumps(to_json(result, meta, resampling.to_dict()), allow_nan=False))
     (out / "result.csv").write_text(to_csv(result))
     (out / "result.las").write_text(to_las(result, meta))
-    (out / "mask.png").write_bytes(mask_png(probabilities))
+    (out / "mask.png").write_bytes(mask_png(probabilities, image.shape))
     (out / "overlay.png").write_bytes(overlay_png(image, result))
     print(json.dumps({"out": str(out), "model_sha256": sha256, "samples": int(result.depth.size),
+                      "inference": resampling.to_dict(),
                       "found": {c.mnemonic: round(float((c.values == c.values).mean()), 4) for c in result.curves}}))
     return 0
 
@@ -139,6 +141,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--out", required=True, help="directory for result.json/.csv/.las, mask.png, overlay.png")
     d.add_argument("--checkpoint", help="checkpoint file (default: the bundled model)")
     d.add_argument("--rotate-portrait", action="store_true", help="turn a portrait scan so depth runs along the width")
+    d.add_argument("--scan-scale", type=float, help="the scan's pixel scale relative to full-resolution logs (1.0 = "
+                   "480-640 px tall, about 300 dpi); default: its height over 560 px")
     d.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS)
     d.add_argument("--tile-width", type=int, default=DEFAULT_TILE_WIDTH)
     d.add_argument("--overlap", type=int, default=DEFAULT_OVERLAP)

@@ -28,7 +28,7 @@ import numpy as np
 from veernet_core.calibration import Calibration, CalibrationError, CurveScale, DepthScale
 
 __all__ = ["Calibration", "CalibrationError", "CurveScale", "DepthScale", "Digitised", "DigitisedCurve",
-           "TraceOptions", "channel_plan", "depth_grid", "digitise", "trace_curves"]
+           "TraceOptions", "calibrate", "channel_plan", "depth_grid", "digitise", "trace_channels", "trace_curves"]
 
 CHUNK_COLUMNS = 2048  # run extraction works on column blocks so its temporaries do not grow with width
 CACHED_COLUMNS = 256  # columns whose runs are kept as lists at a time: the tracer looks a few columns ahead
@@ -576,20 +576,30 @@ def digitise(probabilities: np.ndarray, calibration: Calibration,
     """(C, H, W) class probabilities (channel 0 background) -> calibrated curves on a regular depth step."""
     classes, height, width = probabilities.shape
     calibration.check(height, width)
+    return calibrate(trace_channels(probabilities, calibration, options), calibration, (height, width))
+
+
+def trace_channels(probabilities: np.ndarray, calibration: Calibration,
+                   options: TraceOptions = TraceOptions()) -> list[ColumnTrace]:
+    """One column trace per calibrated curve, in the calibration's order, read from its channel."""
     traces: list[ColumnTrace | None] = [None] * len(calibration.curves)
-    for channel, members in channel_plan(classes, len(calibration.curves)):
+    for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
         found = trace_curves(probabilities[channel], calibration.track_top, calibration.track_bottom,
                              len(members), options)
         wraps = [calibration.curves[i].wrap for i in members]
         for index, trace in zip(members, _match_wraps(found, wraps), strict=True):
             traces[index] = trace
-    depth = depth_grid(calibration.depth, width, calibration.step)
+    return [trace for trace in traces if trace is not None]
+
+
+def calibrate(traces: list[ColumnTrace], calibration: Calibration, image_size: tuple[int, int]) -> Digitised:
+    """Column traces of a (height, width) scan -> values on the calibration's regular depth step."""
+    depth = depth_grid(calibration.depth, image_size[1], calibration.step)
     if depth.size == 0:
         raise CalibrationError("step", f"no multiple of {calibration.step:g} lies within the scan's depths")
     cols = calibration.depth.column_of(depth)
-    curves = [_resample(scale, trace, cols) for scale, trace in zip(calibration.curves, traces, strict=True)
-              if trace is not None]
-    return Digitised(depth, calibration.depth.unit, calibration.step, curves, calibration, (height, width))
+    curves = [_resample(scale, trace, cols) for scale, trace in zip(calibration.curves, traces, strict=True)]
+    return Digitised(depth, calibration.depth.unit, calibration.step, curves, calibration, image_size)
 
 
 def _match_wraps(traces: list[ColumnTrace], wraps: list[int]) -> list[ColumnTrace]:

@@ -12,6 +12,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import lasio
 import numpy as np
@@ -46,6 +47,7 @@ class ExportMeta:
     scan: str = ""  # the uploaded file's name
     well: str = ""  # well name, when the caller knows it
     created: str = ""  # ISO 8601 time; now (UTC) when empty
+    read_at: str = ""  # "HxW" px the model read the scan at, when resampled to the model's scale
 
 
 def unique_mnemonics(curves: list[DigitisedCurve]) -> list[str]:
@@ -63,8 +65,9 @@ def _json_float(x: float, digits: int = 6) -> float | None:
     return round(float(x), digits) if math.isfinite(x) else None
 
 
-def to_json(d: Digitised, meta: ExportMeta | None = None) -> dict[str, object]:
-    """Depth samples and, per curve, a value, a confidence and a wrap flag per sample; null where no curve."""
+def to_json(d: Digitised, meta: ExportMeta | None = None, inference: dict[str, Any] | None = None) -> dict[str, object]:
+    """Depth samples and, per curve, a value, a confidence and a wrap flag per sample; null where no curve.
+    `inference` (veernet_core.rescale.Resampling.to_dict) says at what scale the model read the scan."""
     names = unique_mnemonics(d.curves)
     curves = []
     for name, curve in zip(names, d.curves, strict=True):
@@ -87,6 +90,8 @@ def to_json(d: Digitised, meta: ExportMeta | None = None) -> dict[str, object]:
     }
     if meta is not None:
         result["model"] = {"sha256": meta.model_sha256, "id": meta.model_id}
+    if inference is not None:
+        result["inference"] = inference
     return result
 
 
@@ -167,6 +172,8 @@ def _parameters(d: Digitised, meta: ExportMeta, depth_unit: str) -> list[lasio.H
         lasio.HeaderItem("MODEL", value=meta.model_sha256, descr="VeerNet checkpoint sha256"),
         lasio.HeaderItem("MODELID", value=_las_text(meta.model_id or "unknown"), descr="VeerNet model id"),
         lasio.HeaderItem("SCAN", value=_las_text(meta.scan or "unknown"), descr="Scanned image"),
+        *([lasio.HeaderItem("READAT", unit="px", value=meta.read_at, descr="Scan resampled to the model's scale")]
+          if meta.read_at else []),
         lasio.HeaderItem("DCOLA", unit="px", value=c.depth.col_a, descr="Depth calibration point A column"),
         lasio.HeaderItem("DDEPA", unit=depth_unit, value=c.depth.depth_a, descr="Depth calibration point A depth"),
         lasio.HeaderItem("DCOLB", unit="px", value=c.depth.col_b, descr="Depth calibration point B column"),
@@ -188,13 +195,16 @@ def _las_text(text: str) -> str:
     return " ".join(text.replace(":", "/").split())
 
 
-def mask_png(probabilities: np.ndarray) -> bytes:
-    """8-bit grayscale PNG of the curve probability (1 - background) per pixel: white = curve."""
+def mask_png(probabilities: np.ndarray, size: tuple[int, int] | None = None) -> bytes:
+    """8-bit grayscale PNG of the curve probability (1 - background) per pixel: white = curve. With `size`
+    (height, width), probabilities of a model run on a resampled scan are drawn on the scan's own grid."""
     if probabilities.ndim != 3 or probabilities.shape[0] < 2:
         raise ValueError(f"probabilities must be (classes >= 2, H, W), got {probabilities.shape}")
     curve = 1.0 - probabilities[0]
     curve *= 255.0
     pixels = np.clip(np.rint(curve, out=curve), 0, 255, out=curve).astype(np.uint8)
+    if size is not None and pixels.shape != tuple(size):
+        pixels = np.asarray(Image.fromarray(pixels).resize((size[1], size[0]), Image.Resampling.BILINEAR))
     return _gray_png(pixels)
 
 

@@ -159,6 +159,9 @@ class VeerNet(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
+        # The pixel scale of the synthetic logs the weights learned from (set when loaded from a checkpoint;
+        # None: unknown). Inference brings a scan to it (veernet_core.rescale).
+        self.trained_scale: float | None = None
         w = config.widths
         self.stem = ConvNormAct(config.in_channels, w[0])
         self.stages = nn.ModuleList(ResidualBlock(w[i], w[i + 1], stride=2) for i in range(5))

@@ -16,6 +16,7 @@ import io
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -64,7 +65,8 @@ def read_checkpoint(source: bytes | str | Path) -> tuple[bytes, str]:
 
 
 def load_model(source: bytes | str | Path, expected_sha256: str | None = None) -> tuple[VeerNet, ModelConfig]:
-    """Rebuild VeerNet from a checkpoint's own `model_config` and weights, in eval mode on the CPU."""
+    """Rebuild VeerNet from a checkpoint's own `model_config` and weights, in eval mode on the CPU, with the
+    pixel scale it was trained at (`VeerNet.trained_scale`)."""
     data, _ = read_checkpoint(source)
     state = deserialize(data, expected_sha256)
     raw = dict(state["model_config"])
@@ -72,7 +74,17 @@ def load_model(source: bytes | str | Path, expected_sha256: str | None = None) -
     config = TrainConfig.from_dict({"model": raw, "data": {"classes": raw.get("num_classes", 3)}}).model
     model = VeerNet(config)
     model.load_state_dict(state["model"])
+    model.trained_scale = training_scale(state)
     return model.eval(), config
+
+
+def training_scale(state: dict[str, Any]) -> float | None:
+    """The pixel scale a checkpoint's model learned at: its synthetic logs' scale; None for labelled scans
+    (manifest data), whose resolution the checkpoint does not record."""
+    data = (state.get("train_config") or {}).get("data") or {}
+    if data.get("kind", "synth") != "synth" or "scale" not in data:
+        return None
+    return float(data["scale"])
 
 
 def load_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, rotate_portrait: bool = False) -> np.ndarray:

@@ -101,11 +101,23 @@ def test_calibration_that_makes_no_sense_is_422_naming_the_field(client: TestCli
 @pytest.mark.parametrize(("options", "field"), [
     (None, "options"), ("{not json", "options"), ({"calibration": CALIBRATION, "colour": 1}, "options.colour"),
     ({}, "options.calibration"), ({"calibration": CALIBRATION, "model": {"checkpoint_id": "x"}}, "options.model"),
+    ({"calibration": CALIBRATION, "scan_scale": 0}, "options.scan_scale"),
+    ({"calibration": CALIBRATION, "scan_scale": -1.0}, "options.scan_scale"),
+    ({"calibration": CALIBRATION, "scan_scale": "300dpi"}, "options.scan_scale"),
+    ({"calibration": CALIBRATION, "scan_scale": True}, "options.scan_scale"),
+    ({"calibration": CALIBRATION, "scan_scale": 1e9}, "options.scan_scale"),
 ])
 def test_bad_options_are_422(client: TestClient, options: Any, field: str) -> None:
     response = _post(client, _png(), options)
     assert response.status_code == 422
     assert response.json()["detail"][0]["field"] == field
+
+
+def test_a_stated_scan_scale_is_kept_with_the_job(client: TestClient) -> None:
+    response = _post(client, _png(), {"calibration": CALIBRATION, "scan_scale": 0.5})
+    assert response.status_code == 202, response.text
+    assert response.json()["config"]["scan_scale"] == 0.5
+    assert _post(client, _png(), {"calibration": CALIBRATION}).json()["config"]["scan_scale"] is None
 
 
 def test_an_unknown_model_is_404(client: TestClient) -> None:

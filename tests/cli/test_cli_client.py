@@ -273,12 +273,14 @@ def test_segment_a_scan_into_las_and_csv(cli_service: CliService) -> None:
     cli = cli_service.cli
     scan, calibration, log = synthetic_scan(cli.cwd)
     result = cli("segment", str(scan), "--calibration", str(calibration), "--well", "SYNTH-CLI", "-o", "log.las",
-                 "-o", "log.csv", "-o", "log.json", timeout_s=240)
+                 "-o", "log.csv", "-o", "log.json", "--scan-scale", "0.12", timeout_s=240)
     said = ok(result).splitlines()
     for line, name in zip(said, ["las", "csv", "json"], strict=True):
         assert re.fullmatch(rf"wrote log\.{name} \({name.upper()}, \d+ bytes\) from segment job \d+", line), said
-    curves = json.loads((cli.cwd / "log.json").read_text())["curves"]
-    assert [curve["mnemonic"] for curve in curves] == [c.scale.mnemonic for c in log.curves]
+    result_json = json.loads((cli.cwd / "log.json").read_text())
+    assert [curve["mnemonic"] for curve in result_json["curves"]] == [c.scale.mnemonic for c in log.curves]
+    inference = result_json["inference"]  # the stated scale reached the worker: near the model's 0.1, read as it is
+    assert inference["scan_scale"] == 0.12 and not inference["scan_scale_estimated"] and not inference["resampled"]
 
     las = lasio.read(str(cli.cwd / "log.las"))
     truth = log.curves[0]

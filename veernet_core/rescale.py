@@ -1,0 +1,152 @@
+"""Digitising a scan at the pixel scale its model was trained at.
+
+A network reads strokes, grid spacing and dash periods at the pixel scale of its training logs: the
+bundled model, trained on synthetic logs at scale 0.1 (48-64 px tall), reads a full-resolution scan
+(480-640 px tall) to about a third of the track off (34 % mean error over six held-out logs) and the
+same scans brought to its scale to about 3-4 % (`bench/digitise_eval.py --scale 1.0`). So when a
+checkpoint records that it learned from synthetic logs at scale s, a scan whose own scale differs by
+more than RESCALE_TOLERANCE is resampled to scale s for the network and for tracing (the tracer's
+gates are in pixels of the grid the model saw), and the traces are mapped back to the scan's columns
+before values are read on the calibration's depth step. Outputs (values, overlay, mask) are always
+on the scan's own pixel grid and depths.
+
+Scale 1.0 is the design's full resolution: logs 480-640 px tall, about 300 dpi. A scan's scale is
+what its user states, or else its height over NOMINAL_HEIGHT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from veernet_core.calibration import Calibration, DepthScale
+from veernet_core.data import MIN_SIDE
+from veernet_core.digitise import ColumnTrace, Digitised, TraceOptions, calibrate, digitise, trace_channels
+from veernet_core.model import VeerNet
+from veernet_core.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH, predict_probabilities
+
+NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
+# Within this factor either way a model reads a scan as it is: the synthetic logs a model trains on
+# already span 480-640 px of height at one scale (x 1.33 from the shortest to the tallest).
+RESCALE_TOLERANCE = 1.25
+MIN_SCAN_SCALE, MAX_SCAN_SCALE = 0.01, 100.0
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """How a scan meets its model: the scales, and the size the model ran at (the scan's own when equal)."""
+
+    model_scale: float | None  # training scale of a synthetic-data model; None: unknown (used as it is)
+    scan_scale: float
+    scan_scale_estimated: bool  # True when taken from the scan's height rather than stated
+    scan_size: tuple[int, int]  # (height, width)
+    model_size: tuple[int, int]  # (height, width) the network and the tracer ran at
+
+    @property
+    def resampled(self) -> bool:
+        return self.model_size != self.scan_size
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model_scale": self.model_scale, "scan_scale": round(self.scan_scale, 6),
+                "scan_scale_estimated": self.scan_scale_estimated, "resampled": self.resampled,
+                "scan_size": list(self.scan_size), "model_size": list(self.model_size)}
+
+
+def check_scan_scale(value: Any) -> float:
+    """A stated scan scale, checked: a plain number within [MIN_SCAN_SCALE, MAX_SCAN_SCALE]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            MIN_SCAN_SCALE <= float(value) <= MAX_SCAN_SCALE):
+        raise ValueError(f"must be a number from {MIN_SCAN_SCALE} to {MAX_SCAN_SCALE}: the scan's pixel scale "
+                         "relative to full-resolution logs (1.0 = 480-640 px tall, about 300 dpi; a 150-dpi scan "
+                         f"is 0.5), got {value!r}")
+    return float(value)
+
+
+def plan(scan_size: tuple[int, int], model_scale: float | None, scan_scale: float | None = None,
+         max_pixels: int = DEFAULT_MAX_PIXELS) -> Resampling:
+    """The size a (height, width) scan runs at for a model trained at `model_scale`; an enlargement
+    stops at `max_pixels`, the limit a scan itself is held to."""
+    height, width = int(scan_size[0]), int(scan_size[1])
+    stated = scan_scale is not None
+    scale = float(scan_scale) if scan_scale is not None else height / NOMINAL_HEIGHT
+    factor = 1.0 if model_scale is None else model_scale / scale
+    if 1 / RESCALE_TOLERANCE <= factor <= RESCALE_TOLERANCE:
+        return Resampling(model_scale, scale, not stated, (height, width), (height, width))
+    factor = min(factor, max(1.0, (max_pixels / (height * width)) ** 0.5))
+    size = (max(MIN_SIDE, round(height * factor)), max(MIN_SIDE, round(width * factor)))
+    return Resampling(model_scale, scale, not stated, (height, width), size)
+
+
+def resample_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """uint8 (H, W) scan -> uint8 `size`: area averages when reducing (ink kept in proportion to the
+    pixel it falls in, as a scanner at that resolution would), bilinear when enlarging."""
+    if image.shape == size:
+        return image
+    ink = torch.from_numpy(image).to(torch.float32)[None, None]
+    if size[0] <= image.shape[0] and size[1] <= image.shape[1]:
+        out = F.adaptive_avg_pool2d(ink, size)
+    else:
+        out = F.interpolate(ink, size=size, mode="bilinear", align_corners=False)
+    return np.asarray(out[0, 0].round().clamp(0, 255).to(torch.uint8).numpy())
+
+
+def scaled_calibration(calibration: Calibration, scan_size: tuple[int, int], size: tuple[int, int]) -> Calibration:
+    """The same calibration on a grid of `size`: track rows and depth columns moved with pixel centres."""
+    fr, fc = size[0] / scan_size[0], size[1] / scan_size[1]
+    d = calibration.depth
+    depth = DepthScale(d.unit, _to_grid(d.col_a, fc), d.depth_a, _to_grid(d.col_b, fc), d.depth_b)
+    top = min(max(_to_grid(calibration.track_top, fr), 0.0), size[0] - 1.0)
+    bottom = min(max(_to_grid(calibration.track_bottom, fr), top + 1e-3), size[0] - 1.0)
+    return replace(calibration, depth=depth, track_top=top, track_bottom=bottom)
+
+
+def _to_grid(position: float, factor: float) -> float:
+    """A row or column of the scan on a grid `factor` times as fine; pixel centres at integers on both."""
+    return (position + 0.5) * factor - 0.5
+
+
+def digitise_resampled(probabilities: np.ndarray, calibration: Calibration, resampling: Resampling,
+                       options: TraceOptions | None = None) -> Digitised:
+    """Probabilities on the model's grid -> curves of the scan: traced on the model's grid, mapped to the
+    scan's columns and read on the calibration's depth step."""
+    calibration.check(*resampling.scan_size)
+    small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
+    traces = trace_channels(probabilities, small, options or TraceOptions())
+    width = resampling.scan_size[1]
+    mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
+    return calibrate(mapped, calibration, resampling.scan_size)
+
+
+def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: float) -> ColumnTrace:
+    """A trace of a narrower grid -> one per column of a `width`-column scan: positions (unwrapped track
+    fractions, continuous across wraps) and confidences interpolated between the two nearest columns,
+    wrap level and bridging from the nearest; rows from the scan's own track borders."""
+    small = trace.u.size
+    x = np.clip((np.arange(width) + 0.5) * (small / width) - 0.5, 0, small - 1)
+    i0 = np.minimum(np.floor(x).astype(np.int64), max(small - 2, 0))
+    i1 = np.minimum(i0 + 1, small - 1)
+    t = x - i0
+    nearest = np.rint(x).astype(np.int64)
+    u = trace.u[i0] * (1 - t) + trace.u[i1] * t
+    u = np.where(np.isfinite(u), u, trace.u[nearest])
+    conf = trace.confidence[i0] * (1 - t) + trace.confidence[i1] * t
+    conf = np.where(np.isfinite(u), np.where(np.isfinite(conf), conf, trace.confidence[nearest]), 0)
+    level = np.where(np.isfinite(u), trace.level[nearest], 0).astype(np.int8)
+    row = track_top + (u - level) * (track_bottom - track_top)
+    return ColumnTrace(u, level, row, conf.astype(np.float32), trace.bridged[nearest] & np.isfinite(u))
+
+
+def digitise_scan(model: VeerNet, image: np.ndarray, calibration: Calibration, scan_scale: float | None = None,
+                  tile_width: int = DEFAULT_TILE_WIDTH, overlap: int = DEFAULT_OVERLAP,
+                  ) -> tuple[Digitised, np.ndarray, Resampling]:
+    """The whole read of one scan at its model's scale: (curves on the scan's grid, class probabilities on
+    the model's grid, how it was resampled)."""
+    resampling = plan((image.shape[0], image.shape[1]), model.trained_scale, scan_scale)
+    probabilities = predict_probabilities(model, resample_image(image, resampling.model_size), tile_width, overlap)
+    if not resampling.resampled:
+        return digitise(probabilities, calibration), probabilities, resampling
+    return digitise_resampled(probabilities, calibration, resampling), probabilities, resampling
