@@ -142,8 +142,11 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
     timer, started = StepTimer(), time.monotonic()
     last_save = time.monotonic()
     last_ref: CheckpointRef | None = None
+    train_rate = 0.0  # images/s of the last training step: what a validation or a save reports meanwhile
 
-    def report(phase: str, loss: float, images_per_s: float) -> None:
+    def report(phase: str, loss: float, images_per_s: float | None = None) -> None:
+        nonlocal train_rate
+        train_rate = train_rate if images_per_s is None else images_per_s
         remaining = total_steps - trainer.global_step
         epochs_left = config.epochs - trainer.epoch
         validations = math.ceil(epochs_left / config.validate_every_epochs)
@@ -152,14 +155,14 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
                                                                        config.effective_batch)
         callbacks.on_progress(Progress(
             phase, trainer.epoch, config.epochs, trainer.step, steps_per_epoch, trainer.global_step,
-            total_steps, loss, trainer.current_lr(), images_per_s, timer.average,
+            total_steps, loss, trainer.current_lr(), train_rate, timer.average,
             validate_s, trainer.checkpoint_time_s, time.monotonic() - started,
             estimate_eta(remaining, timer.average, validations, validate_s, epochs_left, trainer.checkpoint_time_s),
             trainer.history[-1] if trainer.history else {}))
 
     def save(metrics: dict[str, float] | None = None) -> bool:
         nonlocal last_save, last_ref
-        report("checkpoint", trainer.last_loss, 0.0)
+        report("checkpoint", trainer.last_loss)
         ref = trainer.save(store, registry, key_prefix, metrics)
         last_save = time.monotonic()
         if ref is None:
@@ -194,10 +197,10 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
                     return result("stopped", "lease lost")
             metrics = None
             if (trainer.epoch + 1) % config.validate_every_epochs == 0 or trainer.epoch + 1 == config.epochs:
-                report("validate", trainer.last_loss, 0.0)
+                report("validate", trainer.last_loss)
                 metrics = trainer.validate(dataset, val_idx, sizes_all)
             trainer.end_epoch(metrics)
             if not save(metrics):
                 return result("stopped", "lease lost")
-            report("train", trainer.last_loss, 0.0)
+            report("train", trainer.last_loss)
     return result("completed", None)
