@@ -18,18 +18,17 @@ shifts both sides, but load that changes during the run shifts only one).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import torch
+from benchio import log, stdout_to_stderr
 from torch.profiler import ProfilerActivity, profile
 
 from veernet_core.checkpoint import LocalStore
@@ -47,23 +46,6 @@ from veernet_core.trainer import Trainer
 CONFIG = {"epochs": 3, "effective_batch": 8, "device": "cpu", "data": {"dataset_size": 60, "scale": 0.05}}
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def profiled_peak(action: Callable[[], None]) -> int:
     """Peak bytes of the tensor allocations made during `action` (CPU profiler's memory events)."""
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -79,34 +61,35 @@ def profiled_peak(action: Callable[[], None]) -> int:
 class PhaseClock(TrainCallbacks):
     """Where the real run's seconds go, from the loop's own reports (each a timestamp on this clock).
 
-    The loop reports after every step (``train``, with the step's images/s, hence its duration), before a
-    validation (``validate``), before a checkpoint save (``checkpoint``) and after it (``train``, 0 images/s).
+    The loop reports after every step (``train``, the global step one further, with the step's images/s,
+    hence its duration), before a validation (``validate``), before a checkpoint save (``checkpoint``) and
+    after it (``train`` again, at the same global step).
     Start-up is the call to the start of the first step; a step is the time between the reports around it
     (loading its batches included, as the plan's rate is); validation and checkpoint the time between theirs.
     """
 
     def __init__(self, started: float, images_per_step: int) -> None:
         self.started, self.images_per_step = started, images_per_step
-        self.reports: list[tuple[float, str, float]] = []
+        self.reports: list[tuple[float, str, float, int]] = []
 
     def on_progress(self, progress: Progress) -> None:
-        self.reports.append((time.perf_counter(), progress.phase, progress.images_per_s))
+        self.reports.append((time.perf_counter(), progress.phase, progress.images_per_s, progress.global_step))
 
     def phases(self, finished: float) -> dict[str, Any]:
         parts = {"startup_s": 0.0, "validation_s": 0.0, "checkpoint_s": 0.0}
         steps_s: list[float] = []
-        previous: tuple[float, str] | None = None
-        for at, phase, images_per_s in self.reports:
+        previous: tuple[float, str, int] | None = None
+        for at, phase, images_per_s, step in self.reports:
             if previous is None:  # the first step: its own duration from its rate, the rest is start-up
                 steps_s.append(self.images_per_step / images_per_s)
                 parts["startup_s"] = at - steps_s[0] - self.started
-            elif phase == "train" and images_per_s > 0:
+            elif phase == "train" and step > previous[2]:
                 steps_s.append(at - previous[0])
             elif previous[1] == "validate":
                 parts["validation_s"] += at - previous[0]
             elif previous[1] == "checkpoint":
                 parts["checkpoint_s"] += at - previous[0]
-            previous = (at, phase)
+            previous = (at, phase, step)
         return {**parts, "train_s": sum(steps_s), "steps_s": steps_s, "tail_s": finished - self.reports[-1][0]}
 
 

@@ -24,16 +24,14 @@ figure is wall-clock, so `loadavg_1min_before_after` is reported: other processe
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import torch
+from benchio import log, stdout_to_stderr
 from torch.utils.flop_counter import FlopCounterMode
 
 from veernet_core.config import DataConfig, ModelConfig, TrainConfig
@@ -53,24 +51,6 @@ DATASET = 160  # rendered once; ten size-sorted groups, so buckets are as tight 
 TIMED_STEPS = 4
 SEED = 0
 MATMUL_SIDE = 2048
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Everything written to fd 1 (including by C++ libraries) goes to stderr, so stdout holds one JSON line."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def padding_figures() -> dict[str, Any]:
