@@ -355,7 +355,8 @@ function segmentPage() {
     h("div", { class: "scan-view" }, preview),
     h("p", { class: "hint" }, "Options: the calibration read off the log (depth at two ends or two ticks, the ",
       "track's top and bottom rows, each curve's scale), optionally a model ({\"checkpoint_id\": n} or ",
-      "{\"job_id\": n}; the bundled model if omitted) and the well's name."),
+      "{\"job_id\": n}; the bundled model if omitted), the well's name, and scan_scale (1.0 = full resolution, ",
+      "480-640 px tall at about 300 dpi; taken from the scan's height if omitted)."),
     options, h("p", {}, h("button", { type: "submit", id: "segment-submit" }, "Digitise")), errors);
   view().replaceChildren(h("h2", {}, "Digitise a scanned log"), h("section", { class: "card" }, form));
 
@@ -422,6 +423,11 @@ function segmentResultPage(id) {
     state.textContent = `digitised with ${job.config.model.model_id}; ${result.depth.values.length} depth samples ` +
       `from ${Charts.format(result.depth.start)} to ${Charts.format(result.depth.stop)} ${result.depth.unit}; ` +
       found.join(", ");
+    const read = result.inference;
+    if (read && read.resampled) {
+      state.textContent += `; read at the model's scale (${read.model_size.join(" x ")} px of the scan's ` +
+        `${read.scan_size.join(" x ")})`;
+    }
     state.dataset.done = "true";
   }
 }

@@ -5,6 +5,9 @@
 const Charts = (() => {
   const NS = "http://www.w3.org/2000/svg";
   const COLOURS = ["#2f5fd0", "#c0392b", "#1f8a4c", "#b7791f", "#7d3cc8", "#16868c"];
+  // Digitised curves: the colours of the service's overlay PNG, in its order (veernet_core/export.py PALETTE,
+  // colour-blind safe), so a curve is the same colour on the page and in the downloaded overlay.
+  const CURVE_COLOURS = ["#e69f00", "#0072b2", "#cc79a7", "#009e73", "#d55e00", "#56b4e9"];
 
   function el(name, attrs = {}, parent = null) {
     const node = document.createElementNS(NS, name);
@@ -138,8 +141,8 @@ const Charts = (() => {
         return [columnOf(cal, depth), cal.track_top + f * span, span];
       });
       for (const run of runsOf(points)) {
-        el("polyline", { points: run.join(" "), stroke: COLOURS[k % COLOURS.length], "data-curve": curve.mnemonic },
-           svg);
+        el("polyline", { points: run.join(" "), stroke: CURVE_COLOURS[k % CURVE_COLOURS.length],
+                         "data-curve": curve.mnemonic }, svg);
         drawn += 1;
       }
     });
@@ -180,7 +183,7 @@ const Charts = (() => {
       });
       sampled += points.filter((p) => p).length;
       for (const run of runsOf(points)) {
-        el("polyline", { points: run.join(" "), class: "series", stroke: COLOURS[k % COLOURS.length],
+        el("polyline", { points: run.join(" "), class: "series", stroke: CURVE_COLOURS[k % CURVE_COLOURS.length],
                          "data-curve": curve.mnemonic }, svg);
       }
     });

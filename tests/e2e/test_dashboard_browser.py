@@ -164,6 +164,20 @@ def test_submit_watch_download_and_digitise_in_the_browser(stack: Stack, page: A
     assert int(page.locator("#trace-svg").get_attribute("data-polylines") or 0) >= 1
     assert int(page.locator("#depth-chart").get_attribute("data-samples") or 0) == found
     assert page.locator("#scan-image").evaluate("img => img.naturalWidth") == log.image.shape[1]
+
+    # A full-resolution scan: the bundled model reads it at its own scale, and the page says so.
+    full = next(g for g in (generate(seed=90_210, index=i, scale=1.0, classes=3) for i in range(50))
+                if g.image.shape[1] <= 4000)
+    Image.fromarray(full.image).save(scan)
+    page.click("#nav-segment")
+    page.set_input_files("#scan-file", str(scan))
+    page.fill("#segment-options", json.dumps({"calibration": full.calibration()}))
+    page.click("#segment-submit")
+    page.wait_for_url(f"**/#/segment/{segment_id + 1}")
+    page.locator('#segment-state[data-done="true"]').wait_for()
+    model_size = stack.client.get(f"/jobs/{segment_id + 1}/result").json()["inference"]["model_size"]
+    assert f"read at the model's scale ({model_size[0]} x {model_size[1]} px" in page.locator(
+        "#segment-state").inner_text()
     assert page.errors == [] and page.outside == [], (page.errors, page.outside)  # type: ignore[attr-defined]
 
     # Every line the worker logged while it ran the job is JSON, and names the job and its attempt.
