@@ -86,7 +86,7 @@ def test_a_full_resolution_scan_is_read_at_the_bundled_model_scale(client: Any, 
     inference = result["inference"]
     assert inference["resampled"] and inference["model_scale"] == 0.1 and inference["scan_scale_estimated"]
     assert inference["scan_size"] == [height, width]
-    assert inference["model_size"] == [56, round(width * 56 / height)], "estimated scale: height / 560 px"
+    assert inference["model_size"] == [70, round(width * 70 / height)], "scale: height / 560 px; read at 1.25 x 0.1"
     las = lasio.read(client.get(f"/jobs/{job_id}/result.las").text)
     assert las.params["READAT"].value == "x".join(map(str, inference["model_size"]))
     for name in ("mask.png", "overlay.png"):
