@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -74,6 +75,24 @@ def test_las_passes_lascheck(result: Digitised, tmp_path: Path) -> None:
     las = lascheck.read(str(path))
     assert las.get_non_conformities() == []
     assert las.check_conformity()
+
+
+def test_las_of_a_resampled_scan_records_the_size_read_and_conforms(result: Digitised, tmp_path: Path) -> None:
+    lascheck = pytest.importorskip("lascheck", reason="lascheck is the LAS 2.0 validator named in the issue")
+    path = tmp_path / "resampled.las"
+    path.write_text(to_las(result, dataclasses.replace(META, read_at="70x800")))
+    assert lascheck.read(str(path)).get_non_conformities() == []
+    assert lasio.read(str(path)).params["READAT"].value == "70x800"
+    assert "READAT" not in lasio.read(io.StringIO(to_las(result, META))).params, "only when resampled"
+
+
+def test_a_mask_of_model_grid_probabilities_is_drawn_at_the_scan_size() -> None:
+    probs = np.zeros((2, 8, 20), np.float32)
+    probs[0], probs[1, 4, :] = 1.0, 1.0  # background everywhere but row 4
+    probs[0, 4, :] = 0.0
+    mask = np.asarray(Image.open(io.BytesIO(mask_png(probs, (80, 200)))))
+    assert mask.shape == (80, 200)
+    assert mask[44, 100] > 200 and mask[10, 100] == 0, "the curve row lands where it lies on the scan"
 
 
 def test_las_in_feet_and_a_non_round_step_still_conform(result: Digitised, tmp_path: Path) -> None:
