@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from veernet_core import digitise as digitise_module
+from veernet_core import tracer as tracer_module
 from veernet_core.digitise import (
     Calibration,
     CalibrationError,
@@ -155,21 +155,21 @@ def _noisy_single_curve(seed: int, width: int = 600) -> np.ndarray:
 def test_a_one_trace_channel_takes_the_runs_the_general_search_takes(monkeypatch: pytest.MonkeyPatch) -> None:
     """A channel with one trace is followed by an inlined search (`_Tracer._follow`); the general
     assignment over combinations must give exactly the same trace on noisy maps."""
-    follow = digitise_module._Tracer._follow
+    follow = tracer_module._Tracer._follow
     calls = []
 
-    def counted(self: digitise_module._Tracer, col: int) -> None:
+    def counted(self: tracer_module._Tracer, col: int) -> None:
         calls.append(col)
         follow(self, col)
 
-    def general(self: digitise_module._Tracer, col: int) -> None:
+    def general(self: tracer_module._Tracer, col: int) -> None:
         self._births(col, [], self._assign(col, [0]))
 
     maps = [_noisy_single_curve(seed) for seed in range(12)]
-    monkeypatch.setattr(digitise_module._Tracer, "_follow", counted)
+    monkeypatch.setattr(tracer_module._Tracer, "_follow", counted)
     inlined = [trace_curves(prob, TOP, BOTTOM) for prob in maps]
     assert len(calls) > 0.8 * sum(prob.shape[1] for prob in maps)
-    monkeypatch.setattr(digitise_module._Tracer, "_follow", general)
+    monkeypatch.setattr(tracer_module._Tracer, "_follow", general)
     for prob, (fast,) in zip(maps, inlined, strict=True):
         (slow,) = trace_curves(prob, TOP, BOTTOM)
         assert fast.wrapped.any() and fast.bridged.any() and np.isnan(fast.u).any()  # the map has what it should

@@ -1,0 +1,431 @@
+"""The column tracer: curve probabilities (H, W) -> one sub-pixel centreline per image column and
+curve, followed across gaps, crossings and wrap-arounds.
+
+Positions are tracked as *unwrapped fractions* u of the track: 0 at the track's top row (the scale's
+left value), 1 at its bottom row (the right value). A curve that leaves the bottom edge and comes
+back in at the top is on its backup scale, one track width further on: u = 1 + (its fraction), so
+a single linear (or log) map `CurveScale.to_value(u)` reads primary and backup scales alike, and a
+trace stays continuous in u across the wrap. Rows are image rows with pixel centres at integers.
+
+Several traces in one channel (a binary model's) are kept apart through crossings by their lines
+before the crossing; a short gap, a dashed curve's included, is bridged (`TraceOptions.max_gap`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from veernet_core.runs import RunTable
+
+__all__ = ["ColumnTrace", "TraceOptions", "trace_curves"]
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """How curves are followed; the defaults suit one-to-three-pixel strokes on a 40-600 px track."""
+
+    threshold: float = 0.5  # a row is curve where its probability reaches the model's decision boundary
+    gate_px: float = 2.0  # distance from the prediction a detection may be: rasterisation slack, in pixels
+    gate_per_gap_column: float = 0.04  # extra allowed distance per column without a detection (track fraction)
+    far_gate: float = 0.5  # with nothing within the gate, a run this far (track fraction) may still be taken
+    max_gap: int = 32  # longest run of columns without a detection that is bridged; longer stays null
+    confirm: int = 3  # columns a new trace must continue before it starts (keeps specks out)
+    edge_px: float = 1.5  # a wrap needs the trace's last run to reach within this of the edge it leaves by
+    history: int = 4  # clean detections fitted for the slope of the linear prediction
+    level_cost: float = 0.001  # per column off the primary scale (track fractions): ties go to the primary
+
+
+@dataclass
+class ColumnTrace:
+    """One traced curve per image column: unwrapped fraction u, the drawn row, confidence, flags."""
+
+    u: np.ndarray  # float64, NaN where no curve
+    level: np.ndarray  # int8: 0 on the primary scale, +1 / -1 wrapped past right / left
+    row: np.ndarray  # float64 image row of the centreline as drawn (the wrapped position), NaN where none
+    confidence: np.ndarray  # float32 0..1, 0 where no curve
+    bridged: np.ndarray  # bool: interpolated across a short gap, not detected
+
+    @property
+    def wrapped(self) -> np.ndarray:
+        return self.level != 0
+
+
+
+@dataclass
+class _Track:
+    """A curve being followed. Its prediction comes from clean detections only: inside a crossing,
+    where two traces contest one run, the trace coasts on the line it had before."""
+
+    cols: list[int] = field(default_factory=list)  # clean detections: the prediction's history
+    us: list[float] = field(default_factory=list)
+    last_col: int = -(1 << 30)  # the last detection of any kind
+    level: int = 0
+    extent: tuple[float, float] | None = None  # unwrapped span of the last run, if it was not contested
+    contested: int = 0  # consecutive contested detections
+
+    def gap(self, col: int) -> int:
+        return col - self.last_col - 1
+
+    def coasting(self, col: int) -> int:
+        """Columns since the last clean detection."""
+        return col - self.cols[-1] - 1 if self.cols else 0
+
+    def predict(self, col: int, opts: TraceOptions) -> float:
+        """Slope of a least-squares line through the last few clean detections (those close together),
+        carried on from the last one; without two such detections, the last one."""
+        recent_c: list[int] = []
+        recent_u: list[float] = []
+        for c, u in zip(self.cols[-opts.history:], self.us[-opts.history:], strict=True):
+            if self.cols[-1] - c <= 3 * opts.history:
+                recent_c.append(c)
+                recent_u.append(u)
+        n = len(recent_c)
+        if n < 2:
+            return self.us[-1]
+        mean_c = sum(recent_c) / n
+        mean_u = sum(recent_u) / n
+        spread = sum([(c - mean_c) ** 2 for c in recent_c])
+        slope = sum([(c - mean_c) * (u - mean_u) for c, u in zip(recent_c, recent_u, strict=True)]) / spread
+        # From the last detection, not the fitted line: beds make curves step, and a step the line
+        # has not caught up with is still where the curve is.
+        return self.us[-1] + slope * (col - self.cols[-1])
+
+    def add(self, col: int, u: float, level: int, extent: tuple[float, float], contested: bool, far: bool,
+            opts: TraceOptions) -> None:
+        self.last_col, self.level = col, level
+        self.contested = self.contested + 1 if contested else 0
+        # A contest longer than a bridgeable gap is two curves running together, not a crossing:
+        # follow the shared run again.
+        uncontested = self.contested == 0 or self.contested > opts.max_gap
+        self.extent = extent if uncontested else None
+        if uncontested and not far:
+            self.cols.append(col)
+            self.us.append(u)
+            del self.cols[: -opts.history], self.us[: -opts.history]
+
+
+@dataclass(frozen=True)
+class _Pick:
+    run: int
+    shift: int  # level of the detection: the run's fraction + shift is its unwrapped position
+    cost: float
+    far: bool = False  # outside the gate: a kick or a step hidden by a gap, not a basis for prediction
+
+
+class _Tracer:
+    """Follows `count` curves through one probability map, column by column."""
+
+    def __init__(self, prob: np.ndarray, top: float, bottom: float, count: int, opts: TraceOptions) -> None:
+        self.prob, self.top, self.span, self.opts = prob, top, bottom - top, opts
+        self.runs = RunTable(prob, opts.threshold, top, self.span)
+        width = prob.shape[1]
+        self.tracks = [_Track() for _ in range(count)]
+        self.u = np.full((count, width), np.nan)
+        self.level = np.zeros((count, width), dtype=np.int8)
+        self.conf = np.zeros((count, width), dtype=np.float32)
+
+    def fraction(self, rows: np.ndarray | float) -> np.ndarray:
+        return (np.asarray(rows, dtype=np.float64) - self.top) / self.span
+
+    def candidates(self, track: _Track, col: int, p: float) -> list[_Pick]:
+        """Runs within the gate of a track's prediction `p`, on its level or across a track edge."""
+        opts, runs = self.opts, self.runs[col]
+        gate = opts.gate_px / self.span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
+        picks: list[_Pick] = []
+        edge = opts.edge_px / self.span
+        # Where the re-entry column fell in a gap, the trace is back in further from the edge.
+        entry = edge + opts.gate_per_gap_column * track.gap(col)
+        # No wrap without a clean last run, nor for a trace too new to trust (it may have started on a
+        # speck at the edge): NaN compares false.
+        settled = len(track.cols) >= opts.history
+        out_lo, out_hi = track.extent if track.extent and settled else (math.nan, math.nan)
+        for shift in (track.level - 1, track.level, track.level + 1):
+            if shift not in (-1, 0, 1):
+                continue
+            # A wrap needs the last run to have reached the edge the trace leaves by; which level a run
+            # is then read on is left to the distances, in unwrapped fractions.
+            if shift > track.level and not out_hi >= shift - entry:  # out through the bottom, in at the top
+                continue
+            if shift < track.level and not out_lo <= shift + 1 + entry:  # out through the top, in at the bottom
+                continue
+            level_cost = edge * abs(shift - track.level)
+            near, far = [], []
+            for r, (f_lo, f_hi, f_c) in enumerate(zip(runs.f_lo, runs.f_hi, runs.f_c, strict=True)):
+                distance = self._distance(track.extent, f_lo, f_hi, shift, p)
+                if distance <= gate:
+                    near.append(_Pick(r, shift, distance + 0.1 * abs(f_c + shift - p) + level_cost))
+                elif distance <= opts.far_gate:
+                    far.append(_Pick(r, shift, 1.0 + (distance + 0.1 * abs(f_c + shift - p) + level_cost), far=True))
+            picks += near + far
+        return picks
+
+    def _distance(self, extent: tuple[float, float] | None, f_lo: float, f_hi: float, shift: int, p: float) -> float:
+        """How far a run (fractions f_lo..f_hi, read on level `shift`) is from continuing a trace: it
+        continues it if it is near the prediction `p` or touches the last run (8-connected, one row of
+        slack); the latter follows kicks the prediction overshoots."""
+        to_prediction = max(0.0, max(f_lo + shift - p, p - f_hi - shift))
+        if extent is None:
+            return to_prediction
+        to_last = max(0.0, max(f_lo + shift - extent[1], extent[0] - f_hi - shift) - 1.0 / self.span)
+        return min(to_prediction, to_last)
+
+    def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Detections per trace and column: unwrapped fraction (NaN: none), level, confidence."""
+        single = len(self.tracks) == 1
+        for col in range(self.prob.shape[1]):
+            if single and self.tracks[0].gap(col) <= self.opts.max_gap:
+                self._follow(col)
+                continue
+            active = [k for k, t in enumerate(self.tracks) if t.gap(col) <= self.opts.max_gap]
+            claimed = self._assign(col, active)
+            self._births(col, [k for k in range(len(self.tracks)) if k not in active], claimed)
+        return self.u, self.level, self.conf
+
+    def _follow(self, col: int) -> None:
+        """`_assign` for a channel that carries one active trace: its cheapest candidate, as `candidates`
+        and `_distance` find it, computed inline without building picks. The same arithmetic in the same
+        order and the same tie-breaking (the first cheapest: shifts ascending, near runs before far ones,
+        runs top to bottom), so the same trace; one trace has no contests, shares or idle partners."""
+        track, opts, span = self.tracks[0], self.opts, self.span
+        level, extent, gap = track.level, track.extent, track.gap(col)
+        p = track.predict(col, opts)
+        gate = opts.gate_px / span + opts.gate_per_gap_column * max(gap, track.coasting(col))
+        edge = opts.edge_px / span
+        entry = edge + opts.gate_per_gap_column * gap
+        out_lo, out_hi = extent if extent and len(track.cols) >= opts.history else (math.nan, math.nan)
+        ext_lo, ext_hi = extent if extent is not None else (math.nan, math.nan)
+        touch = 1.0 / span
+        lists, first, last = self.runs.column(col)
+        f_lo, f_hi, f_c = lists[4], lists[5], lists[6]
+        best_cost, best_run, best_shift, best_far = math.inf, -1, 0, False
+        for shift in (level - 1, level, level + 1):
+            if shift not in (-1, 0, 1):
+                continue
+            if shift > level and not out_hi >= shift - entry:
+                continue
+            if shift < level and not out_lo <= shift + 1 + entry:
+                continue
+            level_cost = edge * abs(shift - level)
+            near_cost, near_run, far_cost, far_run = math.inf, -1, math.inf, -1
+            for r in range(first, last):
+                a, b = f_lo[r] + shift - p, p - f_hi[r] - shift
+                distance = b if b > a else a
+                if distance < 0.0:
+                    distance = 0.0
+                if extent is not None:
+                    a, b = f_lo[r] + shift - ext_hi, ext_lo - f_hi[r] - shift
+                    to_last = (b if b > a else a) - touch
+                    if to_last < 0.0:
+                        to_last = 0.0
+                    if to_last < distance:
+                        distance = to_last
+                if distance <= gate:
+                    cost = distance + 0.1 * abs(f_c[r] + shift - p) + level_cost
+                    if cost < near_cost:
+                        near_cost, near_run = cost, r
+                elif distance <= opts.far_gate:
+                    cost = 1.0 + (distance + 0.1 * abs(f_c[r] + shift - p) + level_cost)
+                    if cost < far_cost:
+                        far_cost, far_run = cost, r
+            if near_run >= 0 and near_cost < best_cost and not far_cost < near_cost:
+                best_cost, best_run, best_shift, best_far = near_cost, near_run, shift, False
+            elif far_run >= 0 and far_cost < best_cost:
+                best_cost, best_run, best_shift, best_far = far_cost, far_run, shift, True
+        if best_run >= 0:
+            u = f_c[best_run] + best_shift
+            spans = (f_lo[best_run] + best_shift, f_hi[best_run] + best_shift)
+            track.add(col, u, best_shift, spans, False, best_far, opts)
+            self.u[0, col], self.level[0, col] = u, best_shift
+            self.conf[0, col] = lists[3][best_run]
+
+    def _assign(self, col: int, active: list[int]) -> dict[int, _Pick]:
+        """The most active tracks matched to distinct runs, cheapest first; close misses then share."""
+        predicted = {k: self.tracks[k].predict(col, self.opts) for k in active}
+        options = {k: self.candidates(self.tracks[k], col, predicted[k]) for k in active}
+        best: dict[int, _Pick] = {}
+        best_key = (0, 0.0)
+        combos: list[tuple[_Pick | None, ...]]
+        if len(active) == 1:  # one trace (a multiclass channel): its cheapest run, as the search below finds
+            combos = [] if not options[active[0]] else [(min(options[active[0]], key=lambda p: p.cost),)]
+        else:
+            combos = _combinations([options[k] for k in active])
+        for combo in combos:
+            runs_used = [p.run for p in combo if p is not None]
+            if len(set(runs_used)) < len(runs_used):
+                continue
+            key = (-len(runs_used), sum(p.cost for p in combo if p is not None))
+            if not best or key < best_key:
+                best, best_key = {k: p for k, p in zip(active, combo, strict=True) if p is not None}, key
+        taken = {p.run for p in best.values()}
+        for k in active:  # curves crossing: a trace left without a run of its own shares a near one
+            if k not in best and self.tracks[k].gap(col) == 0:
+                shared = [p for p in options[k] if p.run in taken and not p.far]
+                if shared:
+                    best[k] = min(shared, key=lambda p: p.cost)
+        # Runs more than one trace could take (one trace may reach a run on two levels: that is no contest).
+        wanted = [run for k in active for run in {p.run for p in options[k] if not p.far}]
+        for k, pick in best.items():
+            others = [predicted[j] - best[j].shift for j in best if j != k and best[j].run == pick.run]
+            centre = self._split_centre(col, pick, predicted[k] - pick.shift, others) if others else None
+            self._record(k, col, pick, centre, contested=wanted.count(pick.run) > 1)
+        self._release_duplicates(best)
+        return best
+
+    def _release_duplicates(self, picks: dict[int, _Pick]) -> None:
+        """Two traces that have shared one run for longer than a crossing lasts are one curve followed
+        twice: the one that coasted longer lets go, free to start again on a curve nobody follows."""
+        for k, pick in picks.items():
+            partners = [j for j, p in picks.items() if j != k and p.run == pick.run]
+            long_shared = self.tracks[k].contested > self.opts.max_gap
+            if partners and long_shared and all(self.tracks[j].last_col >= 0 for j in partners):
+                loser = max([k, *partners], key=lambda j: (self.tracks[j].coasting(self.tracks[j].last_col), j))
+                self.tracks[loser] = _Track()
+                return
+
+    def _record(self, k: int, col: int, pick: _Pick, centre: float | None = None, contested: bool = False) -> None:
+        runs = self.runs[col]
+        u = (runs.f_c[pick.run] if centre is None else (centre - self.top) / self.span) + pick.shift
+        extent = (runs.f_lo[pick.run] + pick.shift, runs.f_hi[pick.run] + pick.shift)
+        self.tracks[k].add(col, u, pick.shift, extent, contested, pick.far, self.opts)
+        self.u[k, col], self.level[k, col] = u, pick.shift
+        self.conf[k, col] = runs.confidence[pick.run]
+
+    def _split_centre(self, col: int, pick: _Pick, mine: float, others: list[float]) -> float:
+        """Centroid of the rows of a shared run nearer this trace's prediction than the others'
+        (fractions on the run's own level): two curves crossing pull neither centre off."""
+        runs = self.runs[col]
+        lo, hi = runs.lo[pick.run], runs.hi[pick.run]
+        rows = np.arange(max(lo - 1, 0), min(hi + 2, self.prob.shape[0]))
+        f = self.fraction(rows)
+        nearest = np.ones(rows.shape, dtype=bool)
+        for other in others:
+            if abs(other - mine) > 1e-9:
+                nearest &= np.abs(f - mine) <= np.abs(f - other)
+        weights = self.prob[rows, col].astype(np.float64) * nearest
+        if weights.sum() <= 1e-6:
+            return runs.centre[pick.run]
+        return float((weights * rows).sum() / weights.sum())
+
+    def _births(self, col: int, idle: list[int], claimed: dict[int, _Pick]) -> None:
+        """Start idle tracks (never started, or lost for longer than max_gap) on unclaimed, confirmed runs."""
+        if not idle:
+            return
+        runs = self.runs[col]
+        taken = {p.run for p in claimed.values()}
+        near_active = [float(self.u[k, col]) for k in claimed]
+        exclusion = self.opts.gate_px / self.span
+        fresh = []
+        for r, f in enumerate(runs.f_c):
+            if r in taken or any(abs(f - (u - math.floor(u))) <= exclusion for u in near_active):
+                continue
+            if self._confirmed(col, r):
+                fresh.append((f, r))
+        fresh.sort(key=lambda item: -runs.confidence[item[1]])  # the surest run starts first
+        for f, r in fresh:
+            if not idle:
+                return
+            k = min(idle, key=lambda i: abs(self.tracks[i].us[-1] - f) if self.tracks[i].us else 2.0)
+            idle.remove(k)
+            self.tracks[k] = _Track()
+            self._record(k, col, _Pick(r, 0, 0.0))
+
+    def _confirmed(self, col: int, run: int) -> bool:
+        """The run continues in `confirm` of the next 2 * `confirm` columns (a speck or a stray kick
+        does not; a dashed curve does). A run continues another if its centre is near, or, in the next
+        column, if it touches it (8-connected, as in tracking): a steep stretch is one stroke too."""
+        runs = self.runs[col]
+        centre, lo, hi = runs.centre[run], runs.lo[run], runs.hi[run]
+        found, last = 0, col
+        for c in range(col + 1, min(col + 1 + 2 * self.opts.confirm, len(self.runs))):
+            runs = self.runs[c]
+            reach = self.opts.gate_px + self.opts.gate_per_gap_column * self.span * (c - last - 1)
+            pick, nearest = -1, math.inf
+            for r, (r_lo, r_hi, r_centre) in enumerate(zip(runs.lo, runs.hi, runs.centre, strict=True)):
+                distance = abs(r_centre - centre)
+                near = distance <= reach + (r_hi - r_lo) / 2 or (c == last + 1 and r_lo <= hi + 1 and r_hi >= lo - 1)
+                if near and distance < nearest:
+                    pick, nearest = r, distance
+            if pick >= 0:
+                centre, lo, hi = runs.centre[pick], runs.lo[pick], runs.hi[pick]
+                found, last = found + 1, c
+                if found >= self.opts.confirm:
+                    return True
+        return found >= min(self.opts.confirm, len(self.runs) - 1 - col)
+
+
+
+def _combinations(options: list[list[_Pick]]) -> list[tuple[_Pick | None, ...]]:
+    combos: list[tuple[_Pick | None, ...]] = [()]
+    for opts in options:
+        choices: list[_Pick | None] = [None, *sorted(opts, key=lambda p: p.cost)[:4]]
+        combos = [(*c, o) for c in combos for o in choices]
+    return combos
+
+
+def _bridge(u: np.ndarray, level: np.ndarray, conf: np.ndarray, max_gap: int) -> np.ndarray:
+    """Interpolate gaps of at most `max_gap` columns between detections, in place; returns the mask."""
+    found = np.nonzero(np.isfinite(u))[0]
+    bridged = np.zeros(u.shape, dtype=bool)
+    for a, b in zip(found[:-1], found[1:], strict=True):
+        if 1 < b - a <= max_gap + 1:
+            cols = np.arange(a + 1, b)
+            t = (cols - a) / (b - a)
+            u[cols] = u[a] + t * (u[b] - u[a])
+            level[cols] = np.where(t < 0.5, level[a], level[b])
+            conf[cols] = 0.5 * min(conf[a], conf[b])  # an interpolation is worth less than a detection
+            bridged[cols] = True
+    return bridged
+
+
+def trace_curves(prob: np.ndarray, track_top: float, track_bottom: float, count: int = 1,
+                 options: TraceOptions = TraceOptions()) -> list[ColumnTrace]:
+    """Follow `count` curves through one (H, W) curve-probability map; traces ordered top to bottom
+    by their mean position (nothing on the page tells same-looking curves apart otherwise)."""
+    u, level, conf = _Tracer(prob, track_top, track_bottom, count, options).run()
+    traces = []
+    for k in range(count):
+        u[k], level[k] = _relevel(u[k] - level[k], options.level_cost)
+        bridged = _bridge(u[k], level[k], conf[k], options.max_gap)
+        traces.append(ColumnTrace(u[k], level[k], track_top + (u[k] - level[k]) * (track_bottom - track_top),
+                                  conf[k], bridged))
+    return sorted(traces, key=lambda t: float(np.nanmean(t.u)) if np.isfinite(t.u).any() else 2.0)
+
+
+def _relevel(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.ndarray]:
+    """The wrap level of every detection, chosen for the whole trace at once (Viterbi): the levels
+    whose unwrapped positions make the trace move least, a small cost per column off the primary scale
+    breaking ties. Tracing column by column can take a wrong level at a stray kick across an edge and
+    keep it; the whole trace's continuity does not. Returns (unwrapped fraction, level)."""
+    cols = np.nonzero(np.isfinite(fraction))[0]
+    level = np.zeros(fraction.shape, dtype=np.int8)
+    if cols.size == 0:
+        return fraction.copy(), level
+    states = (-1, 0, 1)
+    f = fraction[cols].tolist()
+    cost = [level_cost * abs(s) for s in states]
+    spans = np.diff(cols).tolist()
+    back: list[tuple[int, int, int]] = []
+    for i in range(1, len(f)):
+        came = [0, 0, 0]
+        step = [0.0, 0.0, 0.0]
+        for n, s in enumerate(states):
+            moved = f[i] + s - f[i - 1]
+            j, best = 0, cost[0] + abs(moved - states[0])  # the cheapest previous state, the first on ties
+            for m in (1, 2):
+                option = cost[m] + abs(moved - states[m])
+                if option < best:
+                    j, best = m, option
+            step[n] = best + level_cost * abs(s) * spans[i - 1]
+            came[n] = j
+        cost = step
+        back.append((came[0], came[1], came[2]))
+    j = min(range(3), key=cost.__getitem__)
+    chosen = [j]
+    for links in reversed(back):
+        j = links[j]
+        chosen.append(j)
+    level[cols] = [states[j] for j in reversed(chosen)]
+    return fraction + level, level
