@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.digitise import Calibration, Digitised, digitise  # noqa: E402
-from veernet_core.predict import bundled_model_path, load_model, read_checkpoint  # noqa: E402
+from veernet_core.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
 from veernet_core.rescale import digitise_scan  # noqa: E402
 from veernet_core.synth import SynthLog, generate  # noqa: E402
 
@@ -179,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
            for n, (tp, fp, fn) in zip(names, counts, strict=True)}
     result: dict[str, Any] = {"logs": args.logs, "seed": args.seed, "scale": scale, "classes": classes,
                               "source": args.source, "resampled_logs": resampled,
-                              "model_scale": float(train_data["scale"]) if train_data.get("kind", "synth") == "synth"
-                              else None,
+                              "model_scale": training_scale(state),
                               "iou": iou, "iou_curve_min": min(list(iou.values())[1:], key=lambda v: v or 0.0)}
     result.update(summarise(curves))
     for n, name in ((1, "one_curve_logs"), (2, "two_curve_logs")):  # two: identity through crossings matters

@@ -97,7 +97,7 @@ def cmd_digitise(args: argparse.Namespace) -> int:
     result, probabilities, resampling = digitise_scan(model, image, calibration, args.scan_scale,
                                                       args.tile_width, args.overlap)
     meta = ExportMeta(sha256, "file/" + Path(args.checkpoint).name if args.checkpoint else "bundled/veernet-small",
-                      scan=Path(args.scan).name)
+                      scan=Path(args.scan).name, read_at=resampling.read_at)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").write_text(json.dumps(to_json(result, meta, resampling.to_dict()), allow_nan=False))

@@ -52,6 +52,11 @@ class Resampling:
     def resampled(self) -> bool:
         return self.model_size != self.scan_size
 
+    @property
+    def read_at(self) -> str:
+        """"HxW" px the model read the scan at when resampled (recorded in LAS headers), else ""."""
+        return "x".join(map(str, self.model_size)) if self.resampled else ""
+
     def to_dict(self) -> dict[str, Any]:
         return {"model_scale": self.model_scale, "scan_scale": round(self.scan_scale, 6),
                 "scan_scale_estimated": self.scan_scale_estimated, "resampled": self.resampled,
@@ -114,10 +119,12 @@ def _to_grid(position: float, factor: float) -> float:
     return (position + 0.5) * factor - 0.5
 
 
-def digitise_resampled(probabilities: np.ndarray, calibration: Calibration, resampling: Resampling,
-                       options: TraceOptions | None = None) -> Digitised:
+def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling: Resampling,
+                options: TraceOptions | None = None) -> Digitised:
     """Probabilities on the model's grid -> curves of the scan: traced on the model's grid, mapped to the
-    scan's columns and read on the calibration's depth step."""
+    scan's columns and read on the calibration's depth step (plain `digitise` when the grids are one)."""
+    if not resampling.resampled:
+        return digitise(probabilities, calibration, options or TraceOptions())
     calibration.check(*resampling.scan_size)
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
     traces = trace_channels(probabilities, small, options or TraceOptions())
@@ -138,8 +145,7 @@ def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: fl
     nearest = np.rint(x).astype(np.int64)
     u = trace.u[i0] * (1 - t) + trace.u[i1] * t
     u = np.where(np.isfinite(u), u, trace.u[nearest])
-    conf = trace.confidence[i0] * (1 - t) + trace.confidence[i1] * t
-    conf = np.where(np.isfinite(u), np.where(np.isfinite(conf), conf, trace.confidence[nearest]), 0)
+    conf = np.where(np.isfinite(u), trace.confidence[i0] * (1 - t) + trace.confidence[i1] * t, 0)  # 0, never NaN
     level = np.where(np.isfinite(u), trace.level[nearest], 0).astype(np.int8)
     row = track_top + (u - level) * (track_bottom - track_top)
     return ColumnTrace(u, level, row, conf.astype(np.float32), trace.bridged[nearest] & np.isfinite(u))
@@ -152,6 +158,4 @@ def digitise_scan(model: VeerNet, image: np.ndarray, calibration: Calibration, s
     the model's grid, how it was resampled)."""
     resampling = plan((image.shape[0], image.shape[1]), model.trained_scale, scan_scale)
     probabilities = predict_probabilities(model, resample_image(image, resampling.model_size), tile_width, overlap)
-    if not resampling.resampled:
-        return digitise(probabilities, calibration), probabilities, resampling
-    return digitise_resampled(probabilities, calibration, resampling), probabilities, resampling
+    return scan_curves(probabilities, calibration, resampling), probabilities, resampling

@@ -51,10 +51,10 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
     """The whole inference: the result files by name. `timings`, if given, gets seconds per stage."""
     import json
 
-    from veernet_core.digitise import Calibration, digitise
+    from veernet_core.digitise import Calibration
     from veernet_core.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
     from veernet_core.predict import load_image, predict_probabilities
-    from veernet_core.rescale import digitise_resampled, plan, resample_image
+    from veernet_core.rescale import plan, resample_image, scan_curves
 
     clock = _Stopwatch(timings)
     image = clock("decode", load_image, scan, settings.max_image_pixels, config["rotate_portrait"])
@@ -63,16 +63,14 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
     resampling = plan(image.shape, model.trained_scale, config.get("scan_scale"), settings.max_image_pixels)
     model_image = clock("resample", resample_image, image, resampling.model_size)
     probabilities = clock("predict", predict_probabilities, model, model_image)
-    read_at = "x".join(map(str, resampling.model_size)) if resampling.resampled else ""
     meta = ExportMeta(sha256, config["model"]["model_id"], config.get("scan", ""), config.get("well", ""),
-                      read_at=read_at)
+                      read_at=resampling.read_at)
     # zlib and Pillow encode PNGs without holding the GIL: the mask is encoded beside the (pure Python)
     # tracing and the overlay beside the text formats, on the core the forward pass no longer needs; two
     # threads, so the overlay never waits behind a mask that is still compressing.
     with ThreadPoolExecutor(2, thread_name_prefix="png") as background:
         mask = background.submit(clock, "mask", mask_png, probabilities, image.shape)
-        curves = (clock("trace", digitise_resampled, probabilities, calibration, resampling) if resampling.resampled
-                  else clock("trace", digitise, probabilities, calibration))
+        curves = clock("trace", scan_curves, probabilities, calibration, resampling)
         overlay = background.submit(clock, "overlay", overlay_png, image, curves)
         files = {
             "result": clock("json", lambda: json.dumps(to_json(curves, meta, resampling.to_dict())).encode()),

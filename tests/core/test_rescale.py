@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,23 @@ def test_the_bundled_model_reads_full_resolution_scans_at_its_own_scale() -> Non
     for log, error in zip(logs[:2], errors[:2], strict=True):
         unscaled_error, _ = _position_error(log, model_scale=None)
         assert unscaled_error > 3 * error, (unscaled_error, error)
+
+
+def test_the_command_line_reads_a_full_resolution_scan_at_the_model_scale(tmp_path: Path) -> None:
+    import json
+
+    import lasio
+    from PIL import Image
+
+    from veernet_core.__main__ import main
+
+    log = min((generate(HELD_OUT_SEED, i, scale=1.0) for i in range(4)), key=lambda g: g.image.shape[1])
+    Image.fromarray(log.image).save(tmp_path / "scan.png")
+    (tmp_path / "calibration.json").write_text(json.dumps(log.calibration()))
+    out = tmp_path / "out"
+    assert main(["digitise", str(tmp_path / "scan.png"), "--calibration", str(tmp_path / "calibration.json"),
+                 "--out", str(out)]) == 0
+    inference = json.loads((out / "result.json").read_text())["inference"]
+    assert inference["resampled"] and inference["scan_size"] == list(log.image.shape)
+    assert lasio.read(str(out / "result.las")).params["READAT"].value == "x".join(map(str, inference["model_size"]))
+    assert Image.open(out / "mask.png").size == (log.image.shape[1], log.image.shape[0])
