@@ -34,8 +34,9 @@ GRID = 32  # the total downsample: five stride-2 stages
 # On CPU a batch with more padded pixels than this runs as several smaller ones (see
 # VeerNet._forward_in_parts): an activation above glibc's 32 MB mmap threshold is fresh pages on
 # every allocation, whose page faults cost more than the elementwise work on them, and each run is
-# cropped to its own images. 2**18 px keeps the widest activation (40 channels, float32) under 32 MB.
-CPU_PART_PIXELS = 2**18
+# cropped to its own images. 2**17 px keeps the widest activation (the 40-channel concatenation of the
+# last decoder block, float32: 20 MiB) under 32 MiB; 2**18 px made it 40 MiB, fresh pages every step.
+CPU_PART_PIXELS = 2**17
 
 
 def _mask(x: Tensor, mask: Tensor | None) -> Tensor:

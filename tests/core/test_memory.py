@@ -28,13 +28,13 @@ def test_the_budget_and_the_plain_peak_use_the_larger_slope() -> None:
 
 
 def test_a_large_cpu_batch_counts_its_cropped_runs_not_its_padded_tensor() -> None:
-    # Two runs, each within CPU_PART_PIXELS: four 64x512 images that fill theirs, then four 64x1024 (mixed) ones.
-    extents = [(64, 512)] * 4 + [(64, 1024), (64, 992), (64, 1024), (64, 1024)]
-    assert CPU_PART_PIXELS < 8 * 64 * 1024
-    expected = 1000 + 10 * 4 * 64 * 512 + 8 * 4 * 64 * 1024
+    # Two runs, each within CPU_PART_PIXELS: four 64x512 images that fill theirs, then two 64x1024 (mixed) ones.
+    extents = [(64, 512)] * 4 + [(64, 1024), (64, 992)]
+    assert 4 * 64 * 512 <= CPU_PART_PIXELS < 5 * 64 * 1024
+    expected = 1000 + 10 * 4 * 64 * 512 + 8 * 2 * 64 * 1024
     assert MEMORY.batch_peak_bytes(extents) == pytest.approx(expected)
     on_gpu = MemoryModel("cuda", 1000.0, 10.0, (1, 2), (1, 2), masked_bytes_per_pixel=8.0)
-    assert on_gpu.batch_peak_bytes(extents) == pytest.approx(1000 + 8 * 8 * 64 * 1024)  # one masked pass
+    assert on_gpu.batch_peak_bytes(extents) == pytest.approx(1000 + 8 * 6 * 64 * 1024)  # one masked pass
 
 
 def test_the_probed_model_predicts_a_mixed_batch_of_another_shape() -> None:
