@@ -125,7 +125,8 @@ def _running_jobs(connection: Connection) -> Iterator[Metric]:
     rows = connection.execute(select(Job.id, Job.step_time_s, Job.images_per_s).where(
         Job.status == JobStatus.RUNNING, Job.kind == JobKind.TRAIN).order_by(Job.id)).all()
     step = GaugeMetricFamily("veernet_train_step_seconds", "Seconds per optimiser step of a running training "
-                             "job (moving average, warm-up excluded)", labels=["job_id"])
+                             "job: the mean of the steps still to come, fitted to the recent ones by their pixels",
+                             labels=["job_id"])
     speed = GaugeMetricFamily("veernet_train_images_per_second", "Training images per second of a running job",
                               labels=["job_id"])
     for job_id, step_time_s, images_per_s in rows:

@@ -117,7 +117,7 @@ class Job(Base):
     total_steps: Mapped[int | None]
     global_step: Mapped[int | None]
     images_per_s: Mapped[float | None] = mapped_column(Float)
-    step_time_s: Mapped[float | None] = mapped_column(Float)  # moving average, warm-up excluded
+    step_time_s: Mapped[float | None] = mapped_column(Float)  # mean time of a step still to come (fitted)
     validation_time_s: Mapped[float | None] = mapped_column(Float)  # one validation pass
     checkpoint_time_s: Mapped[float | None] = mapped_column(Float)  # one checkpoint save + upload
     loss: Mapped[float | None] = mapped_column(Float)

@@ -78,14 +78,14 @@ def split_indices(n: int, val_fraction: float, seed: int) -> tuple[list[int], li
     return sorted(order[n_val:].tolist()), sorted(order[:n_val].tolist())
 
 
+def padded_pixels(sizes: dict[int, tuple[int, int]] | list[tuple[int, int]], batch: list[int]) -> int:
+    """Pixels of the batch's padded tensor: its images times their largest height and width, each aligned."""
+    return len(batch) * align(max(sizes[i][0] for i in batch)) * align(max(sizes[i][1] for i in batch))
+
+
 def padding_waste(sizes: dict[int, tuple[int, int]] | list[tuple[int, int]],
                   batches: list[list[int]]) -> float:
     """Share of padded pixels that are not image pixels, over the given physical batches."""
-    lookup = dict(enumerate(sizes)) if isinstance(sizes, list) else sizes
-    real = padded = 0
-    for batch in batches:
-        hs = [lookup[i][0] for i in batch]
-        ws = [lookup[i][1] for i in batch]
-        real += sum(h * w for h, w in zip(hs, ws, strict=True))
-        padded += len(batch) * align(max(hs)) * align(max(ws))
+    real = sum(sizes[i][0] * sizes[i][1] for batch in batches for i in batch)
+    padded = sum(padded_pixels(sizes, batch) for batch in batches)
     return 1.0 - real / padded if padded else 0.0

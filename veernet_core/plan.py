@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from veernet_core.config import TrainConfig
-from veernet_core.data import align, split_indices
+from veernet_core.data import align, padded_pixels, split_indices
 from veernet_core.memory import MemoryModel
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.trainer import validation_batches
@@ -138,10 +138,10 @@ def layout(config: TrainConfig, sizes: list[tuple[int, int]], budget: int) -> La
     micro = [mb for e in epochs for step in sampler.plan(e) for mb in step.micro_batches]
     per_step = [len(step.micro_batches) for e in epochs for step in sampler.plan(e)]
     factor = 1.0 if exact else config.epochs / len(epochs)
-    padded = [len(mb) * align(max(sizes[i][0] for i in mb)) * align(max(sizes[i][1] for i in mb)) for mb in micro]
+    padded = [padded_pixels(sizes, mb) for mb in micro]
     real = sum(sizes[i][0] * sizes[i][1] for mb in micro for i in mb)
     val = validation_batches(val_idx, sizes, budget, config.max_physical_batch)
-    val_padded = sum(len(b) * align(max(sizes[i][0] for i in b)) * align(max(sizes[i][1] for i in b)) for b in val)
+    val_padded = sum(padded_pixels(sizes, b) for b in val)
     widest = max(sizes, key=lambda hw: (hw[1], hw[0]))
     extents = frozenset(tuple((align(sizes[i][0]), align(sizes[i][1])) for i in mb) for mb in micro)
     return Layout(len(train_idx), len(val_idx), sampler.steps_per_epoch, round(len(micro) * factor),

@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # veernet_core.memory imports the model (torch); callers of t
 
 WARMUP_STEPS_EXCLUDED = 3  # first steps after a (re)start pay for allocation and caches, not training
 EMA_WEIGHT = 0.1  # step-time smoothing: ~10 steps of memory, steady but quick to follow a slowdown
+MIN_SIZE_SPREAD = 0.05  # recent steps' pixels must vary by this (coefficient of variation) to fit a line
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Progress:
     loss: float
     lr: float
     images_per_s: float
-    step_time_s: float  # moving average, warm-up excluded; 0 until measured
+    step_time_s: float  # the mean time of a step still to come (see StepTimer.step_time); 0 until measured
     validate_time_s: float  # last measured validation pass; before the first, its expected cost
     checkpoint_time_s: float  # last measured checkpoint save
     elapsed_s: float
@@ -55,17 +56,57 @@ def estimate_eta(remaining_steps: int, step_time_s: float, remaining_validations
 
 
 class StepTimer:
-    """A moving average of step time that ignores the first steps after every (re)start."""
+    """Step time as a function of padded pixels over the recent steps, ignoring the first steps after every
+    (re)start.
+
+    Bucketed steps differ in size (at full scale a step of the widest logs has 4x the pixels of one of
+    the narrowest), so their times differ as much: an average over the last steps swings with the buckets
+    they came from. A step's time is a fixed part (the optimiser, per-batch work) plus a part per padded
+    pixel; both are fitted by least squares over the recent steps (exponentially weighted, EMA_WEIGHT),
+    and the sampler's plan says how many steps and pixels are left. Until the recent steps differ
+    enough in size to fit a line, time is taken as proportional to pixels.
+    """
 
     def __init__(self) -> None:
         self.seen = 0
-        self.average = 0.0
+        # Exponentially weighted sums over timed steps: weight, pixels, seconds, pixels^2, pixels * seconds.
+        self._sums = [0.0] * 5
 
-    def add(self, seconds: float) -> None:
+    def add(self, seconds: float, padded_pixels: int) -> None:
         self.seen += 1
         if self.seen <= WARMUP_STEPS_EXCLUDED:
             return
-        self.average = seconds if self.average == 0 else (1 - EMA_WEIGHT) * self.average + EMA_WEIGHT * seconds
+        if padded_pixels > 0:
+            x = float(padded_pixels)
+            weight = 1.0 if self._sums[0] == 0 else EMA_WEIGHT
+            keep = 1.0 - weight
+            terms = (1.0, x, seconds, x * x, x * seconds)
+            self._sums = [keep * old + weight * new for old, new in zip(self._sums, terms, strict=True)]
+
+    def line(self) -> tuple[float, float] | None:
+        """(seconds per step, seconds per padded pixel) fitted to the recent steps; None before any."""
+        w, sx, sy, sxx, sxy = self._sums
+        if w <= 0 or sx <= 0:
+            return None
+        mean_x, mean_y = sx / w, sy / w
+        var_x = sxx / w - mean_x * mean_x
+        if var_x > (MIN_SIZE_SPREAD * mean_x) ** 2:
+            per_pixel = (sxy / w - mean_x * mean_y) / var_x
+            fixed = mean_y - per_pixel * mean_x
+            if per_pixel > 0 and fixed >= 0:
+                return fixed, per_pixel
+        return 0.0, sy / sx
+
+    def step_time(self, remaining_pixels: int, remaining_steps: int, mean_step_pixels: float) -> float:
+        """The mean time of a step still to come: the fitted line at the remaining steps' mean padded
+        pixels (at a typical step's, `mean_step_pixels`, when none is left). 0 until measured. Times the
+        remaining steps, it is the training time left."""
+        fitted = self.line()
+        if fitted is None:
+            return 0.0
+        fixed, per_pixel = fitted
+        pixels = remaining_pixels / remaining_steps if remaining_steps > 0 else mean_step_pixels
+        return fixed + per_pixel * pixels
 
 
 class TrainCallbacks:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veernet_core.data import align
+from veernet_core.data import align, padded_pixels
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,10 @@ class BucketBatchSampler:
             steps.append(Step(self._split(mine), len(group), pixels))
         self._plan_cache = (epoch, steps)
         return steps
+
+    def padded_pixels(self, step: Step) -> int:
+        """Pixels of this rank's padded micro-batches in `step`: what its forward and backward passes process."""
+        return sum(padded_pixels(self.sizes, mb) for mb in step.micro_batches)
 
     def set_position(self, epoch: int, step: int) -> None:
         self.epoch, self.step = epoch, step

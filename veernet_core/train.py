@@ -144,20 +144,25 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
     last_ref: CheckpointRef | None = None
     train_rate = 0.0  # images/s of the last training step: what a validation or a save reports meanwhile
 
+    step_pixels: list[int] = []  # padded pixels of each step of the epoch being trained (or the last one)
+
     def report(phase: str, loss: float, images_per_s: float | None = None) -> None:
         nonlocal train_rate
         train_rate = train_rate if images_per_s is None else images_per_s
         remaining = total_steps - trainer.global_step
         epochs_left = config.epochs - trainer.epoch
+        # This epoch's steps still to come, and every later epoch like this one (they shuffle the same images).
+        remaining_px = sum(step_pixels[trainer.step:]) + max(epochs_left - 1, 0) * sum(step_pixels)
+        step_time = timer.step_time(remaining_px, remaining, sum(step_pixels) / max(len(step_pixels), 1))
         validations = math.ceil(epochs_left / config.validate_every_epochs)
         # Before the first validation its cost is expected from the step time, not taken as zero.
-        validate_s = trainer.validate_time_s or expected_validation_s(len(val_idx), timer.average,
+        validate_s = trainer.validate_time_s or expected_validation_s(len(val_idx), step_time,
                                                                        config.effective_batch)
         callbacks.on_progress(Progress(
             phase, trainer.epoch, config.epochs, trainer.step, steps_per_epoch, trainer.global_step,
-            total_steps, loss, trainer.current_lr(), train_rate, timer.average,
+            total_steps, loss, trainer.current_lr(), train_rate, step_time,
             validate_s, trainer.checkpoint_time_s, time.monotonic() - started,
-            estimate_eta(remaining, timer.average, validations, validate_s, epochs_left, trainer.checkpoint_time_s),
+            estimate_eta(remaining, step_time, validations, validate_s, epochs_left, trainer.checkpoint_time_s),
             trainer.history[-1] if trainer.history else {}))
 
     def save(metrics: dict[str, float] | None = None) -> bool:
@@ -177,13 +182,14 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
 
     with _SigtermFlag() as sigterm:
         while trainer.epoch < config.epochs:
+            step_pixels = [sampler.padded_pixels(s) for s in sampler.plan(trainer.epoch)]
             plan = sampler.plan(trainer.epoch)[trainer.step:]
             batches = _loader(dataset, [mb for s in plan for mb in s.micro_batches], config, trainer.device)
-            for step in plan:
+            for step, pixels in zip(plan, step_pixels[trainer.step:], strict=True):
                 t0 = time.monotonic()
                 trainer.train_step(step, [next(batches) for _ in step.micro_batches])
                 elapsed = time.monotonic() - t0
-                timer.add(elapsed)
+                timer.add(elapsed, pixels)
                 report("train", trainer.last_loss, step.group_images / max(elapsed, 1e-9))
                 if sigterm.raised:
                     return result("stopped", "sigterm") if save() else result("stopped", "lease lost")
