@@ -1,6 +1,6 @@
 """ETA arithmetic. The pure functions take numbers; the two job helpers only gather them.
 
-A running job: measured step time (the worker's moving average, warm-up excluded) times the
+A running job: the step time the worker reports (the mean of the steps still to come) times the
 remaining steps, plus the validations and checkpoints still to come at their measured cost. A
 queued job: when a worker frees up for it, given the jobs running and queued ahead of it.
 """
@@ -25,14 +25,18 @@ HISTORY_JOBS = 20  # recent successful jobs whose durations estimate a job that 
 def estimate_eta(*, step_time_s: float | None, global_step: int | None, total_steps: int | None,
                  steps_per_epoch: int | None = None, validation_s: float | None = None,
                  checkpoint_s: float | None = None, validate_every_epochs: int = 1,
-                 checkpoint_every_steps: int = 0) -> float | None:
-    """Seconds left: remaining steps at ``step_time_s``, plus each validation and checkpoint to come."""
+                 checkpoint_every_steps: int = 0, epochs_ended: int | None = None) -> float | None:
+    """Seconds left: remaining steps at ``step_time_s``, plus each validation and checkpoint to come.
+
+    ``epochs_ended``: epochs whose validation and save are behind the job (its progress's ``epoch``); by
+    default those whose steps are, which counts an epoch as ended between its last step and its save."""
     if step_time_s is None or total_steps is None:
         return None
     done = min(max(global_step or 0, 0), total_steps)
     seconds = step_time_s * (total_steps - done)
     if steps_per_epoch:
-        epochs_done, epochs_total = done // steps_per_epoch, math.ceil(total_steps / steps_per_epoch)
+        epochs_done = done // steps_per_epoch if epochs_ended is None else min(epochs_ended, done // steps_per_epoch)
+        epochs_total = math.ceil(total_steps / steps_per_epoch)
         every = max(validate_every_epochs, 1)
         validations = epochs_total // every - epochs_done // every
         saves = epochs_total - epochs_done
@@ -69,7 +73,8 @@ def running_eta(job: Job, from_step: int | None = None) -> float | None:
         step_time_s=job.step_time_s, global_step=job.global_step if from_step is None else from_step,
         total_steps=job.total_steps, steps_per_epoch=job.steps_per_epoch, validation_s=job.validation_time_s,
         checkpoint_s=job.checkpoint_time_s, validate_every_epochs=int(config.get("validate_every_epochs", 1)),
-        checkpoint_every_steps=int(config.get("checkpoint_every_steps", 0)))
+        checkpoint_every_steps=int(config.get("checkpoint_every_steps", 0)),
+        epochs_ended=job.epoch if from_step is None else None)  # a checkpoint's step: its epoch's end is behind it
 
 
 def live_eta_seconds(job: Job, now: datetime | None = None) -> float | None:

@@ -27,6 +27,16 @@ def test_eta_is_remaining_steps_plus_validations_and_checkpoints_to_come() -> No
     assert estimate_eta(**common, checkpoint_s=2.0, checkpoint_every_steps=300) == 375.0 + (8 + 3) * 2
 
 
+def test_an_epoch_whose_steps_are_done_still_has_its_validation_and_save_to_come() -> None:
+    # 2 epochs of 10 steps, the first's last step done: until the job reports epoch 1, its end is ahead.
+    common: dict[str, Any] = dict(step_time_s=1.0, global_step=10, total_steps=20, steps_per_epoch=10,
+                                  validation_s=4.0, checkpoint_s=2.0)
+    assert estimate_eta(**common, epochs_ended=0) == 10.0 + 2 * (4.0 + 2.0)
+    assert estimate_eta(**common, epochs_ended=1) == 10.0 + 1 * (4.0 + 2.0)
+    assert estimate_eta(**common) == estimate_eta(**common, epochs_ended=1)
+    assert estimate_eta(**{**common, "global_step": 20}, epochs_ended=1) == 4.0 + 2.0  # the run's last end
+
+
 def test_eta_edges() -> None:
     assert estimate_eta(step_time_s=None, global_step=5, total_steps=10) is None
     assert estimate_eta(step_time_s=1.0, global_step=5, total_steps=None) is None
