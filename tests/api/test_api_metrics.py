@@ -121,8 +121,10 @@ def test_a_segment_job_is_counted_in_the_latency_histogram(client: TestClient, s
     bounds = [le for (name, labels), _ in after.items() if name == "veernet_segment_latency_seconds_bucket"
               for key, le in labels if key == "le"]
     for le in bounds:  # cumulative: the job falls in every bucket from the first bound above its latency
+        if le != "+Inf" and abs(took - float(le)) <= 0.01:
+            continue  # at a bound, to the precision the sum is checked to: either side is right
         expected = 1 if le == "+Inf" or took <= float(le) else 0
-        assert moved(before, after, "veernet_segment_latency_seconds_bucket", le=le) == expected, le
+        assert moved(before, after, "veernet_segment_latency_seconds_bucket", le=le) == expected, (le, took)
     assert moved(before, after, "veernet_job_claims_total", kind="segment") == 1
     assert moved(before, after, "veernet_jobs", kind="segment", status="succeeded") == 1
 
