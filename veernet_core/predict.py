@@ -214,13 +214,17 @@ def predict_probabilities(model: VeerNet, image: np.ndarray, tile_width: int = D
     if height < MIN_SIDE or width < MIN_SIDE:
         raise ValueError(f"image is {width}x{height} px; both sides must be at least {MIN_SIDE} px")
     starts, window = tile_layout(width, tile_width, overlap)
+    model.eval()
+    if len(starts) == 1:  # one window: its probabilities are the answer (no blending, no copy into a sum)
+        with torch.inference_mode():
+            whole = class_probabilities(model(_window_input(image, 0, window)))[0, :, :height, :width]
+        return np.ascontiguousarray(whole.numpy())
     weights = [_blend_weights(window, overlap, k == 0, k == len(starts) - 1)[: min(window, width - start)]
                for k, start in enumerate(starts)]
     total = np.zeros(width, dtype=np.float32)
     for start, w in zip(starts, weights, strict=True):
         total[start : start + w.size] += w
     out = np.zeros((model.config.num_classes, height, width), dtype=np.float32)
-    model.eval()
     with torch.inference_mode():
         for start, w in zip(starts, weights, strict=True):
             probs = class_probabilities(model(_window_input(image, start, window)))[0, :, :height].numpy()

@@ -30,8 +30,8 @@ TASK_FOR_KIND = {"train": (TRAIN_TASK, TRAIN_QUEUE), "segment": (SEGMENT_TASK, S
 TASK_MODULES = ("worker.tasks",)  # imported by worker processes only; the API sends by name
 LONGEST_JOB_S = 48 * 3600  # the reference multiclass run is ~9 h on one GPU; leave a wide margin
 # kombu polls the embedded broker every second by default: up to a second's wait on a scan that takes
-# a few seconds to digitise. A poll is one small SQLite read per queue.
-EMBEDDED_POLL_S = 0.1
+# a second to digitise. A poll is one small SQLite read per queue (about 1 % of a core at this rate).
+EMBEDDED_POLL_S = 0.05
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

@@ -75,12 +75,14 @@ def submit_segment(file: Annotated[UploadFile, File(description="PNG, TIFF or JP
 
 
 def _wait(job_id: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    """Poll the job's row until it has finished: every 10 ms for the first second (a small scan takes about
+    that long, and half the interval is added to its answer on average), then every 50 ms."""
+    started = time.monotonic()
+    while (elapsed := time.monotonic() - started) < timeout_s:
         with session_scope() as session:
             if segment.finished(segment.segment_job(session, job_id)):
                 return True
-        time.sleep(0.05)
+        time.sleep(0.01 if elapsed < 1.0 else 0.05)
     return False
 
 
