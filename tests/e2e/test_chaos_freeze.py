@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from e2e_jobs import (
@@ -75,38 +77,59 @@ def test_a_worker_frozen_inside_a_transaction_still_loses_its_job(stack: Stack) 
     job_id = submit(stack, tiny_config(checkpoint_every_steps=1))
     wait_running(stack, job_id, attempt=1, min_step=1)
     frozen = stack.worker_of(owner_pid(job_row(stack.database_url, job_id)))
-    caught = _freeze_inside_a_transaction(stack, frozen)
+    with _slow_attempt_one_updates(stack.database_url, job_id):
+        backend = _freeze_inside_a_transaction(stack, frozen)
+        try:
+            # The stopped worker's session stays open holding the job row's lock; Postgres ends it within
+            # a third of a lease, then the reaper (every second) requeues: a takeover within four leases.
+            wait_running(stack, job_id, attempt=2, timeout_s=4 * float(FAST_LEASES["LEASE_SECONDS"]))
+            assert not _in_transaction(stack.database_url, backend), "Postgres should have ended the frozen session"
+        finally:
+            frozen.signal(signal.SIGCONT)
+        assert wait_finished(stack, job_id).status == "succeeded"
+
+
+@contextmanager
+def _slow_attempt_one_updates(database_url: str, job_id: int) -> Iterator[None]:
+    """Every UPDATE of the job's row under attempt 1 sleeps half a second inside its transaction, after
+    taking the row's lock: a window wide enough to stop the worker there every time, not by luck."""
+    with session_scope(database_url) as session:
+        session.execute(text(
+            "CREATE OR REPLACE FUNCTION chaos_slow_job_update() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN IF NEW.id = {int(job_id)} AND NEW.attempt = 1 THEN PERFORM pg_sleep(0.5); END IF; "
+            "RETURN NEW; END $$"))
+        session.execute(text("CREATE TRIGGER chaos_slow_job_update BEFORE UPDATE ON jobs FOR EACH ROW "
+                             "EXECUTE FUNCTION chaos_slow_job_update()"))
     try:
-        if not caught:  # the precondition is a race with the worker's short transactions
-            pytest.skip("could not stop the worker while it was inside a transaction this time")
-        # Lease 6 s, reaper every second: a takeover is due well within four leases.
-        wait_running(stack, job_id, attempt=2, timeout_s=4 * float(FAST_LEASES["LEASE_SECONDS"]))
+        yield
     finally:
-        frozen.signal(signal.SIGCONT)
-    assert wait_finished(stack, job_id).status == "succeeded"
+        with session_scope(database_url) as session:
+            session.execute(text("DROP TRIGGER IF EXISTS chaos_slow_job_update ON jobs"))
+            session.execute(text("DROP FUNCTION IF EXISTS chaos_slow_job_update()"))
 
 
-def _freeze_inside_a_transaction(stack: Stack, worker: Proc, tries: int = 400) -> bool:
-    """SIGSTOP ``worker`` at a moment when its job process holds a transaction open (Postgres shows the
-    session 'idle in transaction' with a transaction id, before and after the stop)."""
+def _freeze_inside_a_transaction(stack: Stack, worker: Proc) -> int:
+    """SIGSTOP ``worker`` while its job process's UPDATE sleeps in the trigger; returns the Postgres pid of
+    the session it leaves 'idle in transaction' (the UPDATE finishes, the COMMIT never comes)."""
     with session_scope(stack.database_url) as session:
-        for _ in range(tries):
-            backend = session.execute(IN_TRANSACTION).scalar()
-            if backend is None:
-                session.commit()  # a fresh snapshot for the next look
-                continue
-            worker.signal(signal.SIGSTOP)
-            time.sleep(0.2)  # a running process would have committed by now
-            session.commit()
-            if session.execute(STILL_IN_TRANSACTION, {"pid": backend}).scalar():
-                return True
-            worker.signal(signal.SIGCONT)
-            session.commit()
-    return False
+        deadline = time.monotonic() + 60
+        while (backend := session.execute(SLEEPING_UPDATE).scalar()) is None:
+            assert time.monotonic() < deadline, "the worker never updated its job row under attempt 1"
+            session.commit()  # a fresh snapshot of pg_stat_activity for the next look
+            time.sleep(0.02)
+        worker.signal(signal.SIGSTOP)
+    wait_until(lambda: _in_transaction(stack.database_url, backend), 5,
+               "the stopped worker's session to sit idle in its transaction")
+    return int(backend)
 
 
-IN_TRANSACTION = text("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                      "AND pid <> pg_backend_pid() AND state = 'idle in transaction' "
-                      "AND backend_xid IS NOT NULL LIMIT 1")
-STILL_IN_TRANSACTION = text("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = :pid "
-                            "AND state = 'idle in transaction' AND backend_xid IS NOT NULL)")
+def _in_transaction(database_url: str, backend: int) -> bool:
+    with session_scope(database_url) as session:
+        return bool(session.execute(IDLE_IN_TRANSACTION, {"pid": backend}).scalar())
+
+
+SLEEPING_UPDATE = text("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() AND state = 'active' AND wait_event = 'PgSleep' "
+                       "AND query ILIKE 'UPDATE jobs%' LIMIT 1")
+IDLE_IN_TRANSACTION = text("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = :pid "
+                           "AND state = 'idle in transaction' AND backend_xid IS NOT NULL)")
