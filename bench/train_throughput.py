@@ -16,7 +16,11 @@ Three measurements, all in one process (logs go to stderr):
    interleaved, so that load from other processes on the machine falls on both alike.
 3. MFU: model FLOPs of our timed steps' forward and backward (``torch.utils.flop_counter``) per
    second of those steps, over the fp32 matmul rate (2048 x 2048 ``torch.mm``, same threads) measured
-   in the same run, the best of several rounds before and after the training steps.
+   in the same run, the best of several rounds before and after the training steps. Beside it, what
+   bounds it on this device: the convolutions' FLOPs per second of time inside the convolution
+   kernels (``torch.profiler``, one more pass over the same steps) over the same matmul rate, the MFU
+   a step would reach if everything but its convolutions took no time, and the convolutions' share of
+   the profiled step.
 
 Run: ``.venv/bin/python bench/train_throughput.py`` (1-2 minutes on an idle 2-core machine; every
 figure is wall-clock, so `loadavg_1min_before_after` is reported: other processes slow it down).
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 from benchio import log, stdout_to_stderr
+from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from veernet_core.config import DataConfig, ModelConfig, TrainConfig
@@ -48,7 +53,7 @@ DEVICE_GB = 24  # the stated device for the bucketed waste: a 24 GiB GPU
 BATCH = 16  # the effective batch
 SCALE = 0.1  # throughput images: 48-64 x 320-1,280 px, small enough for a CPU
 DATASET = 160  # rendered once; ten size-sorted groups, so buckets are as tight as a small set allows
-TIMED_STEPS = 4
+TIMED_STEPS = 8  # two size groups' worth of steps: fewer left the ratio to one or two outliers
 SEED = 0
 MATMUL_SIDE = 2048
 
@@ -112,11 +117,22 @@ class Naive:
         return time.perf_counter() - t0
 
 
+def collated(step: Step, items: list[dict[str, Any]]) -> list[dict[str, torch.Tensor]]:
+    """The step's micro-batches, padded as the training loop's DataLoader gives them."""
+    return [pad_collate([items[i] for i in mb]) for mb in step.micro_batches]
+
+
 def ours_step(trainer: Trainer, step: Step, items: list[dict[str, Any]]) -> float:
     """One real optimiser step of the training loop (collate included); returns the seconds taken."""
     t0 = time.perf_counter()
-    trainer.train_step(step, [pad_collate([items[i] for i in mb]) for mb in step.micro_batches])
+    trainer.train_step(step, collated(step, items))
     return time.perf_counter() - t0
+
+
+def forward_backward(trainer: Trainer, step: Step, batches: list[dict[str, torch.Tensor]]) -> None:
+    """The step's forward and backward passes, its gradients dropped: no optimiser update."""
+    trainer.accumulate(step, batches)
+    trainer.optimizer.zero_grad(set_to_none=True)
 
 
 # Model FLOPs are what torch.utils.flop_counter counts in the step: convolutions and matmuls (it has
@@ -128,12 +144,28 @@ NOT_MODEL_FLOPS = {"aten.bmm"}
 
 def step_flops(trainer: Trainer, step: Step, items: list[dict[str, Any]]) -> dict[str, int]:
     """FLOPs by operator that the step's forward and backward passes execute."""
-    batches = [pad_collate([items[i] for i in mb]) for mb in step.micro_batches]
+    batches = collated(step, items)
     counter = FlopCounterMode(display=False)
     with counter:
-        trainer.accumulate(step, batches)
-    trainer.optimizer.zero_grad(set_to_none=True)
+        forward_backward(trainer, step, batches)
     return {str(op): int(n) for op, n in counter.get_flop_counts()["Global"].items()}
+
+
+# The operators that run the convolution kernels (forward; backward to input and weight), in the
+# profiler's names and in the FLOP counter's.
+CONV_EVENTS = {"aten::mkldnn_convolution", "aten::convolution_backward", "aten::_convolution"}
+CONV_FLOPS = {"aten.convolution", "aten.convolution_backward"}
+
+
+def conv_kernel_seconds(trainer: Trainer, steps: list[Step], items: list[dict[str, Any]]) -> tuple[float, float]:
+    """Seconds inside convolution kernels, and seconds of all operators, over the steps' forward and backward."""
+    batches = [collated(step, items) for step in steps]
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for step, step_batches in zip(steps, batches, strict=True):
+            forward_backward(trainer, step, step_batches)
+    events = prof.key_averages()
+    conv = sum(e.self_cpu_time_total for e in events if e.key in CONV_EVENTS) / 1e6
+    return conv, sum(e.self_cpu_time_total for e in events if e.key.startswith("aten::")) / 1e6
 
 
 def side_by_side(trainer: Trainer, naive: Naive, steps: list[Step],
@@ -179,6 +211,7 @@ def throughput_figures() -> dict[str, Any]:
             by_op[op] = by_op.get(op, 0) + n
     log("FLOPs of the timed steps by operator: " + ", ".join(f"{op} {n:.3g}" for op, n in sorted(by_op.items())))
     flops = sum(n for op, n in by_op.items() if op not in NOT_MODEL_FLOPS)
+    conv_s, ops_s = conv_kernel_seconds(trainer, timed, items)
     return {
         "naive_px_per_s": real_pixels / sum(naive_times),
         "ours_px_per_s": real_pixels / sum(ours_times),
@@ -189,6 +222,9 @@ def throughput_figures() -> dict[str, Any]:
         "ours_pad_waste_floor": padding_waste(sizes, [[i] for i in timed_images]),
         "model_flops_per_s": flops / sum(ours_times),
         "model_flops_per_real_pixel": flops / real_pixels,
+        "conv_flops_per_s_in_kernels": sum(n for op, n in by_op.items() if op in CONV_FLOPS) / conv_s,
+        "model_flops_per_s_of_conv_kernels": flops / conv_s,
+        "conv_share_of_profiled_ops": conv_s / ops_s,
         "scale": SCALE,
         "images": DATASET,
         "images_timed": len(timed_images),
@@ -211,6 +247,8 @@ def main() -> None:
         reference = max(reference, matmul_flops_per_s())  # measured either side of the training steps
         figures["matmul_gflops"] = reference / 1e9
         figures["mfu"] = figures["model_flops_per_s"] / reference
+        figures["conv_kernels_over_matmul"] = figures["conv_flops_per_s_in_kernels"] / reference
+        figures["mfu_if_only_convolutions_took_time"] = figures["model_flops_per_s_of_conv_kernels"] / reference
         figures["ours_over_naive"] = figures["ours_px_per_s"] / figures["naive_px_per_s"]
         figures["bucketed_over_floor"] = figures["pad_waste_bucketed"] / figures["pad_waste_floor"]
         figures["loadavg_1min_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
