@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +36,16 @@ def send_job_id(job_id: int, kind: str) -> bool:
     return True
 
 
-def jobs_in_broker(kind: str) -> set[int] | None:
+def jobs_in_broker(kind: str, taken_within_s: float = math.inf) -> set[int] | None:
     """Ids of ``kind`` jobs whose message is in the broker: waiting in the queue, or (Redis) taken by a
-    worker and not yet acknowledged. None when the broker cannot be read this way.
+    worker less than ``taken_within_s`` ago and not yet acknowledged. None when the broker cannot be
+    read this way.
 
     The reaper re-sends a queued job only when its message is gone (a flushed Redis, a lost send), not
-    while it is merely waiting for a free worker: otherwise every long wait would add a duplicate.
+    while it is merely waiting for a free worker: otherwise every long wait would add a duplicate. A
+    worker claims a job within moments of taking its message; one that took it long ago and never
+    claimed died or froze in between, and Redis would hand the message on only after its visibility
+    timeout (two days). Such a message counts as gone: a duplicate is harmless, claims are fenced.
     """
     task, queue = TASK_FOR_KIND[kind]
     try:
@@ -48,7 +54,7 @@ def jobs_in_broker(kind: str) -> set[int] | None:
             if connection.transport.driver_type == "sql":  # kombu's SQLAlchemy transport (the embedded broker)
                 payloads = _embedded_payloads(channel, queue)
             elif connection.transport.driver_type == "redis":
-                payloads = _redis_payloads(channel.client, queue)
+                payloads = _redis_payloads(channel.client, queue, taken_within_s)
             else:
                 return None
             return {job_id for job_id in map(lambda p: _job_id(p, task), payloads) if job_id is not None}
@@ -57,13 +63,17 @@ def jobs_in_broker(kind: str) -> set[int] | None:
         return None
 
 
-def _redis_payloads(client: Any, queue: str) -> Iterable[Any]:
+def _redis_payloads(client: Any, queue: str, taken_within_s: float) -> Iterable[Any]:
     # kombu keeps one list per priority step ("train", "train\x06\x163", ...), and taken messages in
-    # the "unacked" hash as [payload, exchange, routing_key] until the worker acknowledges them.
+    # the "unacked" hash as [payload, exchange, routing_key] until the worker acknowledges them, with
+    # the time each was taken in the "unacked_index" sorted set.
     for key in client.scan_iter(match=f"{queue}*", count=1000):
         if key in (queue.encode(), queue) or key.startswith(f"{queue}\x06\x16".encode()):
             yield from (json.loads(raw) for raw in client.lrange(key, 0, -1))
-    for raw in client.hvals("unacked"):
+    tags = client.zrangebyscore("unacked_index", time.time() - taken_within_s, "+inf")
+    for raw in client.hmget("unacked", tags) if tags else ():
+        if raw is None:  # acknowledged in between
+            continue
         payload, _exchange, routing_key = json.loads(raw)
         if routing_key == queue:
             yield payload

@@ -38,7 +38,7 @@ def reap_once(now: datetime | None = None, settings: Settings | None = None) -> 
         kinds = unclaimed_kinds(session, now, settings.queued_resend_seconds)
     in_broker: set[int] = set()
     for kind in sorted(kinds):  # read outside any transaction: the broker may be slow or down
-        in_broker |= jobs_in_broker(str(kind)) or set()
+        in_broker |= jobs_in_broker(str(kind), settings.queued_resend_seconds) or set()
     with session_scope() as session:
         requeued = reap_expired(session, now, settings=settings)
         resent = stale_queued(session, now, settings.queued_resend_seconds, in_broker)

@@ -3,6 +3,7 @@ merely waiting for a free worker; and it passes again when the next lease runs o
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -72,20 +73,28 @@ def test_a_job_waiting_for_a_free_worker_is_not_sent_again_and_a_lost_one_is(bro
     assert sorted(take_all(broker, "train")) == [waiting, lost]
 
 
-def test_a_message_a_worker_took_but_has_not_acknowledged_still_counts_on_redis(service: Settings,
-                                                                               reconfigure: Any) -> None:
+def test_a_message_a_worker_took_but_has_not_acknowledged_counts_on_redis_until_it_should_have_claimed(
+        service: Settings, reconfigure: Any) -> None:
     url = f"redis://127.0.0.1:6379/{REDIS_DB}"
     redis.Redis.from_url(url).flushdb()
-    reconfigure(BROKER_URL=url)
+    resend_s = 1.0
+    reconfigure(BROKER_URL=url, QUEUED_RESEND_SECONDS=resend_s)
     job_id = queued_job(age_s=600)
     assert send_job_id(job_id, "train")
     with Connection(url) as connection:
         channel = connection.default_channel
         message = channel.basic_get("train", no_ack=False)  # taken: a worker is about to claim it
         assert message is not None and message.payload[0] == [job_id]
-        assert jobs_in_broker("train") == {job_id}
+        assert jobs_in_broker("train", resend_s) == {job_id}
         assert reap_once().resent == []
-        channel.basic_ack(message.delivery_tag)
+
+        # The worker never claims: it died or froze after taking the message, which Redis would hand on
+        # only after its visibility timeout, days later. Once it is as old as a lost send, it is one.
+        time.sleep(resend_s + 0.1)
+        assert (jobs_in_broker("train", resend_s), jobs_in_broker("train")) == (set(), {job_id})
+        assert reap_once().resent == [job_id]
+        assert take_all(url, "train") == [job_id], "sent again: another worker takes it"
+        channel.basic_ack(message.delivery_tag)  # the frozen worker wakes; its claim would be refused
     assert jobs_in_broker("train") == set()
     redis.Redis.from_url(url).flushdb()
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 import pytest
@@ -19,11 +21,13 @@ from e2e_jobs import (
     download,
     events,
     final_checkpoint,
+    job_row,
     model_state,
     owner_pid,
     resumed_from,
     submit,
     timeline,
+    tiny_config,
     wait_checkpoint,
     wait_finished,
     wait_gone,
@@ -34,6 +38,9 @@ from e2e_jobs import (
 from e2e_link import Upload
 from e2e_procs import wait_until
 from e2e_stack import Stack
+from sqlalchemy import text
+
+from api.db import session_scope
 
 pytestmark = pytest.mark.e2e
 EPOCHS = int(CHAOS_CONFIG["epochs"])
@@ -147,3 +154,50 @@ def test_sigterm_checkpoints_releases_and_the_job_moves_on_at_once(
     assert "SIGTERM" in first[-1].message, story
     assert resumed_from(stack.database_url, job_id, 2) == data(first[-2])["key"], story
     _check_final_weights(stack, job_id, chaos_reference)
+
+
+def test_sigkill_between_taking_a_job_and_claiming_it_the_job_is_sent_again(stack: Stack) -> None:
+    """The box drops after its worker took the job's message from Redis and before its claim committed.
+    The message sits unacknowledged, which Redis would hand on only after its visibility timeout (days):
+    the reaper counts it lost once it is as old as a lost send, and sends the job again."""
+    logged = {worker.name: len(worker.output()) for worker in stack.workers}
+    with _first_claim_sleeps(stack.database_url):
+        job_id = submit(stack, tiny_config(epochs=1))
+        taker = wait_until(lambda: next((w for w in stack.workers if "received" in w.output()[logged[w.name]:]), None),
+                           60, f"a worker to take job {job_id}'s message", diagnose=stack.tails)
+        wait_until(lambda: _claim_sleeping(stack.database_url), 30, f"{taker.name}'s claim of job {job_id}")
+        taker.kill()  # the box drops: no claim committed, no acknowledgement
+    assert job_row(stack.database_url, job_id).status == "queued"
+
+    job = wait_finished(stack, job_id, timeout_s=120)
+    story = timeline(stack.database_url, job_id)
+    assert (job.status, job.attempt, job.infra_failures) == ("succeeded", 1, 0), story
+    assert "resent" in [e.kind for e in events(stack.database_url, job_id)], story
+
+
+@contextmanager
+def _first_claim_sleeps(database_url: str) -> Iterator[None]:
+    """The next claim of a queued job sleeps 3 s inside its transaction, before the row changes: a window
+    to kill the worker in every time. A sequence counts claims, since the killed one is rolled back."""
+    with session_scope(database_url) as session:
+        session.execute(text("CREATE SEQUENCE chaos_claims"))
+        session.execute(text(
+            "CREATE OR REPLACE FUNCTION chaos_slow_first_claim() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN IF OLD.status = 'queued' AND NEW.status = 'running' AND nextval('chaos_claims') = 1 "
+            "THEN PERFORM pg_sleep(3); END IF; RETURN NEW; END $$"))
+        session.execute(text("CREATE TRIGGER chaos_slow_first_claim BEFORE UPDATE ON jobs FOR EACH ROW "
+                             "EXECUTE FUNCTION chaos_slow_first_claim()"))
+    try:
+        yield
+    finally:
+        with session_scope(database_url) as session:
+            session.execute(text("DROP TRIGGER IF EXISTS chaos_slow_first_claim ON jobs"))
+            session.execute(text("DROP FUNCTION IF EXISTS chaos_slow_first_claim()"))
+            session.execute(text("DROP SEQUENCE IF EXISTS chaos_claims"))
+
+
+def _claim_sleeping(database_url: str) -> bool:
+    with session_scope(database_url) as session:
+        return bool(session.execute(text(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event = 'PgSleep' AND query ILIKE 'UPDATE jobs%')")).scalar())
