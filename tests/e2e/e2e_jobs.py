@@ -12,6 +12,8 @@ import io
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 
 from e2e_procs import code_root, pid_alive, service_env, wait_until
 from e2e_stack import Stack
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from api.db import session_scope
 from api.models import Checkpoint, Job, JobEvent
@@ -279,3 +281,32 @@ def check_job_runs_to_success(stack: Stack, config: dict[str, Any], read_object:
         state = load_state(data)
         assert (state["epoch"], state["step"], state["global_step"]) == (row.epoch, row.step, row.global_step)
     assert job["last_checkpoint"]["id"] == rows[-1].id
+
+
+@contextmanager
+def job_update_trigger(database_url: str, name: str, condition: str, seconds: float) -> Iterator[None]:
+    """A test-only trigger: an UPDATE of a job row for which the plpgsql ``condition`` holds (OLD and NEW
+    are the row before and after) sleeps ``seconds`` inside its transaction, after taking the row's lock
+    and before changing it: a window to signal the worker in, every time. A sequence ``{name}_calls``
+    (not rolled back with a killed transaction) is there for conditions that count."""
+    with session_scope(database_url) as session:
+        session.execute(text(f"CREATE SEQUENCE {name}_calls"))
+        session.execute(text(
+            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN IF {condition} THEN PERFORM pg_sleep({float(seconds)}); END IF; RETURN NEW; END $$"))
+        session.execute(text(f"CREATE TRIGGER {name} BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION {name}()"))
+    try:
+        yield
+    finally:
+        with session_scope(database_url) as session:
+            session.execute(text(f"DROP TRIGGER IF EXISTS {name} ON jobs"))
+            session.execute(text(f"DROP FUNCTION IF EXISTS {name}()"))
+            session.execute(text(f"DROP SEQUENCE IF EXISTS {name}_calls"))
+
+
+def sleeping_job_update(database_url: str) -> int | None:
+    """The Postgres pid of a session whose UPDATE of a job sleeps in such a trigger, if there is one."""
+    with session_scope(database_url) as session:
+        return session.execute(text(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND state = 'active' AND wait_event = 'PgSleep' AND query ILIKE 'UPDATE jobs%' LIMIT 1")).scalar()

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from e2e_jobs import (
@@ -16,9 +13,11 @@ from e2e_jobs import (
     events,
     final_checkpoint,
     job_row,
+    job_update_trigger,
     model_state,
     owner_pid,
     resumed_from,
+    sleeping_job_update,
     submit,
     timeline,
     tiny_config,
@@ -77,7 +76,9 @@ def test_a_worker_frozen_inside_a_transaction_still_loses_its_job(stack: Stack) 
     job_id = submit(stack, tiny_config(checkpoint_every_steps=1))
     wait_running(stack, job_id, attempt=1, min_step=1)
     frozen = stack.worker_of(owner_pid(job_row(stack.database_url, job_id)))
-    with _slow_attempt_one_updates(stack.database_url, job_id):
+    # Every update of the job's row under attempt 1 sleeps half a second holding the row's lock.
+    with job_update_trigger(stack.database_url, "chaos_slow_job_update",
+                            f"NEW.id = {int(job_id)} AND NEW.attempt = 1", 0.5):
         backend = _freeze_inside_a_transaction(stack, frozen)
         try:
             # The stopped worker's session stays open holding the job row's lock; Postgres ends it within
@@ -89,35 +90,12 @@ def test_a_worker_frozen_inside_a_transaction_still_loses_its_job(stack: Stack) 
         assert wait_finished(stack, job_id).status == "succeeded"
 
 
-@contextmanager
-def _slow_attempt_one_updates(database_url: str, job_id: int) -> Iterator[None]:
-    """Every UPDATE of the job's row under attempt 1 sleeps half a second inside its transaction, after
-    taking the row's lock: a window wide enough to stop the worker there every time, not by luck."""
-    with session_scope(database_url) as session:
-        session.execute(text(
-            "CREATE OR REPLACE FUNCTION chaos_slow_job_update() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            f"BEGIN IF NEW.id = {int(job_id)} AND NEW.attempt = 1 THEN PERFORM pg_sleep(0.5); END IF; "
-            "RETURN NEW; END $$"))
-        session.execute(text("CREATE TRIGGER chaos_slow_job_update BEFORE UPDATE ON jobs FOR EACH ROW "
-                             "EXECUTE FUNCTION chaos_slow_job_update()"))
-    try:
-        yield
-    finally:
-        with session_scope(database_url) as session:
-            session.execute(text("DROP TRIGGER IF EXISTS chaos_slow_job_update ON jobs"))
-            session.execute(text("DROP FUNCTION IF EXISTS chaos_slow_job_update()"))
-
-
 def _freeze_inside_a_transaction(stack: Stack, worker: Proc) -> int:
     """SIGSTOP ``worker`` while its job process's UPDATE sleeps in the trigger; returns the Postgres pid of
     the session it leaves 'idle in transaction' (the UPDATE finishes, the COMMIT never comes)."""
-    with session_scope(stack.database_url) as session:
-        deadline = time.monotonic() + 60
-        while (backend := session.execute(SLEEPING_UPDATE).scalar()) is None:
-            assert time.monotonic() < deadline, "the worker never updated its job row under attempt 1"
-            session.commit()  # a fresh snapshot of pg_stat_activity for the next look
-            time.sleep(0.02)
-        worker.signal(signal.SIGSTOP)
+    backend = wait_until(lambda: sleeping_job_update(stack.database_url), 60,
+                         "the worker to update its job row under attempt 1", every_s=0.02)
+    worker.signal(signal.SIGSTOP)
     wait_until(lambda: _in_transaction(stack.database_url, backend), 5,
                "the stopped worker's session to sit idle in its transaction")
     return int(backend)
@@ -128,8 +106,5 @@ def _in_transaction(database_url: str, backend: int) -> bool:
         return bool(session.execute(IDLE_IN_TRANSACTION, {"pid": backend}).scalar())
 
 
-SLEEPING_UPDATE = text("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND pid <> pg_backend_pid() AND state = 'active' AND wait_event = 'PgSleep' "
-                       "AND query ILIKE 'UPDATE jobs%' LIMIT 1")
 IDLE_IN_TRANSACTION = text("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = :pid "
                            "AND state = 'idle in transaction' AND backend_xid IS NOT NULL)")

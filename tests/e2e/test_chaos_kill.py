@@ -8,8 +8,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 
 import pytest
@@ -22,9 +20,11 @@ from e2e_jobs import (
     events,
     final_checkpoint,
     job_row,
+    job_update_trigger,
     model_state,
     owner_pid,
     resumed_from,
+    sleeping_job_update,
     submit,
     timeline,
     tiny_config,
@@ -38,9 +38,6 @@ from e2e_jobs import (
 from e2e_link import Upload
 from e2e_procs import wait_until
 from e2e_stack import Stack
-from sqlalchemy import text
-
-from api.db import session_scope
 
 pytestmark = pytest.mark.e2e
 EPOCHS = int(CHAOS_CONFIG["epochs"])
@@ -161,11 +158,13 @@ def test_sigkill_between_taking_a_job_and_claiming_it_the_job_is_sent_again(stac
     The message sits unacknowledged, which Redis would hand on only after its visibility timeout (days):
     the reaper counts it lost once it is as old as a lost send, and sends the job again."""
     logged = {worker.name: len(worker.output()) for worker in stack.workers}
-    with _first_claim_sleeps(stack.database_url):
+    # The next claim sleeps 3 s in its transaction; the sequence counts claims, as the killed one rolls back.
+    first_claim = "OLD.status = 'queued' AND NEW.status = 'running' AND nextval('chaos_slow_claim_calls') = 1"
+    with job_update_trigger(stack.database_url, "chaos_slow_claim", first_claim, 3.0):
         job_id = submit(stack, tiny_config(epochs=1))
         taker = wait_until(lambda: next((w for w in stack.workers if "received" in w.output()[logged[w.name]:]), None),
                            60, f"a worker to take job {job_id}'s message", diagnose=stack.tails)
-        wait_until(lambda: _claim_sleeping(stack.database_url), 30, f"{taker.name}'s claim of job {job_id}")
+        wait_until(lambda: sleeping_job_update(stack.database_url), 30, f"{taker.name}'s claim of job {job_id}")
         taker.kill()  # the box drops: no claim committed, no acknowledgement
     assert job_row(stack.database_url, job_id).status == "queued"
 
@@ -173,31 +172,3 @@ def test_sigkill_between_taking_a_job_and_claiming_it_the_job_is_sent_again(stac
     story = timeline(stack.database_url, job_id)
     assert (job.status, job.attempt, job.infra_failures) == ("succeeded", 1, 0), story
     assert "resent" in [e.kind for e in events(stack.database_url, job_id)], story
-
-
-@contextmanager
-def _first_claim_sleeps(database_url: str) -> Iterator[None]:
-    """The next claim of a queued job sleeps 3 s inside its transaction, before the row changes: a window
-    to kill the worker in every time. A sequence counts claims, since the killed one is rolled back."""
-    with session_scope(database_url) as session:
-        session.execute(text("CREATE SEQUENCE chaos_claims"))
-        session.execute(text(
-            "CREATE OR REPLACE FUNCTION chaos_slow_first_claim() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            "BEGIN IF OLD.status = 'queued' AND NEW.status = 'running' AND nextval('chaos_claims') = 1 "
-            "THEN PERFORM pg_sleep(3); END IF; RETURN NEW; END $$"))
-        session.execute(text("CREATE TRIGGER chaos_slow_first_claim BEFORE UPDATE ON jobs FOR EACH ROW "
-                             "EXECUTE FUNCTION chaos_slow_first_claim()"))
-    try:
-        yield
-    finally:
-        with session_scope(database_url) as session:
-            session.execute(text("DROP TRIGGER IF EXISTS chaos_slow_first_claim ON jobs"))
-            session.execute(text("DROP FUNCTION IF EXISTS chaos_slow_first_claim()"))
-            session.execute(text("DROP SEQUENCE IF EXISTS chaos_claims"))
-
-
-def _claim_sleeping(database_url: str) -> bool:
-    with session_scope(database_url) as session:
-        return bool(session.execute(text(
-            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event = 'PgSleep' AND query ILIKE 'UPDATE jobs%')")).scalar())
