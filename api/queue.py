@@ -66,7 +66,7 @@ def jobs_in_broker(kind: str, taken_within_s: float = math.inf) -> set[int] | No
 def _redis_payloads(client: Any, queue: str, taken_within_s: float) -> Iterable[Any]:
     # kombu keeps one list per priority step ("train", "train\x06\x163", ...), and taken messages in
     # the "unacked" hash as [payload, exchange, routing_key] until the worker acknowledges them, with
-    # the time each was taken in the "unacked_index" sorted set.
+    # the time each was taken in the "unacked_index" sorted set (by the taking worker's clock).
     for key in client.scan_iter(match=f"{queue}*", count=1000):
         if key in (queue.encode(), queue) or key.startswith(f"{queue}\x06\x16".encode()):
             yield from (json.loads(raw) for raw in client.lrange(key, 0, -1))

@@ -77,7 +77,7 @@ def test_a_message_a_worker_took_but_has_not_acknowledged_counts_on_redis_until_
         service: Settings, reconfigure: Any) -> None:
     url = f"redis://127.0.0.1:6379/{REDIS_DB}"
     redis.Redis.from_url(url).flushdb()
-    resend_s = 1.0
+    resend_s = 2.0  # the reaper below runs well within it, even on a loaded machine
     reconfigure(BROKER_URL=url, QUEUED_RESEND_SECONDS=resend_s)
     job_id = queued_job(age_s=600)
     assert send_job_id(job_id, "train")
