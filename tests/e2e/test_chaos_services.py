@@ -27,7 +27,8 @@ from e2e_procs import wait_until
 from e2e_stack import Stack
 
 from api.models import utcnow
-from worker.celery_app import TRAIN_QUEUE
+from api.queue import _job_id
+from worker.celery_app import TRAIN_QUEUE, TRAIN_TASK
 
 pytestmark = pytest.mark.e2e
 OUTAGE_S = 15.0
@@ -40,7 +41,7 @@ def test_redis_flushed_while_jobs_are_queued_and_running_every_job_finishes(stac
     broker = redis.Redis.from_url(stack.broker_url)
     flushed_at: list[datetime] = []
 
-    def flushed_while_one_runs_and_one_waits() -> set[int] | None:
+    def flushed_while_one_runs_and_one_waits() -> set[int | None] | None:
         """Three jobs on two workers: one waits in the queue from the first claim to the third. Flush then,
         and only while a message still waits in Redis (checked in the same atomic step), so the flush
         certainly took it; returns the jobs whose waiting messages went."""
@@ -48,7 +49,7 @@ def test_redis_flushed_while_jobs_are_queued_and_running_every_job_finishes(stac
             return None
         flushed_at[:] = [utcnow()]
         waiting = broker.eval(FLUSH_IF_WAITING, 1, TRAIN_QUEUE)  # every message, waiting or unacknowledged
-        return {json.loads(json.loads(m)["headers"]["argsrepr"])[0] for m in waiting} or None
+        return {_job_id(json.loads(m), TRAIN_TASK) for m in waiting} or None  # read as the reaper reads them
     lost = wait_until(flushed_while_one_runs_and_one_waits, 120, "a job running and another waiting",
                       every_s=0.05, diagnose=lambda: "\n".join(
                           f"job {j}: {job_row(stack.database_url, j).status}\n{timeline(stack.database_url, j)}"
@@ -59,10 +60,10 @@ def test_redis_flushed_while_jobs_are_queued_and_running_every_job_finishes(stac
     for job_id in job_ids:
         job = wait_finished(stack, job_id)
         assert (job.status, job.infra_failures) == ("succeeded", 0), timeline(stack.database_url, job_id)
-    for job_id in lost:
-        resent = [e for e in events(stack.database_url, job_id) if e.kind == "resent" and e.created_at > flushed_at[0]]
-        assert resent, f"job {job_id}'s flushed message should have been sent again by the reaper:\n" \
-                       f"{timeline(stack.database_url, job_id)}"
+    for flushed in [j for j in job_ids if j in lost]:
+        resent = [e for e in events(stack.database_url, flushed) if e.kind == "resent" and e.created_at > flushed_at[0]]
+        assert resent, f"job {flushed}'s flushed message should have been sent again by the reaper:\n" \
+                       f"{timeline(stack.database_url, flushed)}"
 
 
 # The queue's waiting messages; the whole database flushed with them, but only if there is one.
