@@ -182,8 +182,9 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
 
     with _SigtermFlag() as sigterm:
         while trainer.epoch < config.epochs:
-            step_pixels = [sampler.padded_pixels(s) for s in sampler.plan(trainer.epoch)]
-            plan = sampler.plan(trainer.epoch)[trainer.step:]
+            steps = sampler.plan(trainer.epoch)
+            step_pixels = [sampler.padded_pixels(s) for s in steps]
+            plan = steps[trainer.step:]
             batches = _loader(dataset, [mb for s in plan for mb in s.micro_batches], config, trainer.device)
             for step, pixels in zip(plan, step_pixels[trainer.step:], strict=True):
                 t0 = time.monotonic()
