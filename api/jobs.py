@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from api.checkpoints import forget_checkpoint, list_checkpoints, register_checkpoint
 from api.errors import InvalidTransition, JobNotFound
 from api.eta import running_eta
 from api.fencing import add_event, locked, locked_running, refuse_write
@@ -25,12 +24,6 @@ from api.models import FINISHED, LOCAL_TENANT, Job, JobKind, JobStatus, utcnow
 from api.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
-
-__all__ = [  # checkpoint registration lives in api.checkpoints; re-exported for one import path
-    "claim", "create_job", "finish", "forget_checkpoint", "get_job", "heartbeat", "is_cancel_requested",
-    "list_checkpoints", "reap_expired", "record_device", "record_event", "record_job_failure", "record_progress",
-    "register_checkpoint", "release", "request_cancel", "stale_queued",
-]
 
 PROGRESS_FIELDS = frozenset({
     "epoch", "step", "steps_per_epoch", "total_steps", "global_step", "images_per_s", "step_time_s",

@@ -166,6 +166,9 @@ class Checkpoint(Base):
     job: Mapped[Job] = relationship(back_populates="checkpoints")
 
 
+MEMORY_EVENT = "memory_measured"  # a training attempt's memory model and pixel budget; the planner reads it
+
+
 class JobEvent(Base):
     """The job's timeline: queued, claimed, checkpoint, lease_lost, requeued, ..."""
 

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.models import Job, JobEvent, JobKind, JobStatus
+from api.models import MEMORY_EVENT, Job, JobEvent, JobKind, JobStatus
 from api.settings import Settings
 from veernet_core.config import ConfigError, TrainConfig
 from veernet_core.memory import MemoryModel
@@ -32,7 +32,6 @@ from veernet_core.plan import Throughput, layout, pixel_budget
 from veernet_core.synth import log_size
 
 HISTORY_JOBS = 10  # recent completed jobs of a class that calibrate it
-MEMORY_EVENT = "memory_measured"  # the worker's record of the memory model and budget of one (re)start
 MEMORY_EVENTS_SCANNED = 50  # newest such events of a class searched for the model config
 
 

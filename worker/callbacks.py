@@ -13,16 +13,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from api import jobs
-from api.plan_fleet import MEMORY_EVENT
+from api.models import MEMORY_EVENT
 from api.settings import Settings
 from veernet_core.checkpoint import BlobStore, CheckpointRef
-from veernet_core.progress import Progress, TrainCallbacks
-from worker.runner import PROGRESS_INTERVAL_S, Heartbeat, fenced
+from veernet_core.progress import Progress, StopReason, TrainCallbacks
+from worker.attempt import Heartbeat, fenced
 
 if TYPE_CHECKING:
     from veernet_core.memory import MemoryModel
 
 log = logging.getLogger(__name__)
+PROGRESS_INTERVAL_S = 1.0  # at most one progress row update a second per job: cheap, still live
 
 
 class TimedStore:
@@ -87,11 +88,11 @@ class ServiceCallbacks(TrainCallbacks):
         }
         self._write("progress", lambda s: jobs.record_progress(s, self.job_id, self.attempt, **fields))
 
-    def should_stop(self) -> str | None:
+    def should_stop(self) -> StopReason | None:
         if self.heartbeat.lost.is_set():
-            return "lease lost"
+            return StopReason.LEASE_LOST
         if self.heartbeat.cancel_requested.is_set():
-            return "cancelled"
+            return StopReason.CANCELLED
         return None
 
     def checkpoint_event_data(self, ref: CheckpointRef) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from api.logs import job_context
 from api.segment import input_key, result_key
 from api.settings import Settings, get_settings
 from api.storage import get_store
-from worker.runner import fenced, job_failed, start_job
+from worker.attempt import fenced, job_failed, start_job
 
 log = logging.getLogger(__name__)
 MODELS_KEPT = 2

@@ -19,7 +19,7 @@ import numpy as np
 from api_testkit import SMALL_CONFIG, upload_checkpoint
 from PIL import Image
 
-from api import auth, jobs
+from api import auth, checkpoints, jobs
 from api.db import session_scope
 from api.segment import RESULT_FILES, result_key
 from api.settings import Settings
@@ -87,13 +87,13 @@ def build_world(store: LocalStore | S3Store, tenant: str, queued: int = 1) -> Wo
     assert attempt == 1 and segment_attempt == 1
     ref, data = upload_checkpoint(store, train_id, attempt, epoch=1)
     with session_scope() as session:
-        assert jobs.register_checkpoint(session, train_id, attempt, ref)
+        assert checkpoints.register_checkpoint(session, train_id, attempt, ref)
     results = {name: json.dumps({"file": name, "job": segment_id}).encode() for name in RESULT_FILES}
     for name, content in results.items():  # as worker.segment_runner writes them, before finishing
         store.put(result_key(segment_id, name), content)
     with session_scope() as session:
         assert jobs.finish(session, segment_id, segment_attempt, "succeeded", result={"files": {}})
-        checkpoint_id = jobs.list_checkpoints(session, train_id)[0].id
+        checkpoint_id = checkpoints.list_checkpoints(session, train_id)[0].id
     return World(tenant, train_id, checkpoint_id, data, segment_id, results, queued_ids)
 
 

@@ -10,17 +10,17 @@ import pytest
 from api_testkit import upload_checkpoint
 from fastapi.testclient import TestClient
 
-from api import jobs
+from api import checkpoints, jobs
 from api.db import session_scope
-from api.registry import DbCheckpointRegistry, LeaseLost
 from api.settings import Settings
 from api.storage import make_store
 from veernet_core.checkpoint import deserialize, load_latest, prune
+from worker.attempt import CheckpointRegistry, LeaseLost
 
 
 def register(job_id: int, attempt: int, ref: Any) -> bool:
     with session_scope() as session:
-        return jobs.register_checkpoint(session, job_id, attempt, ref)
+        return checkpoints.register_checkpoint(session, job_id, attempt, ref)
 
 
 def test_checkpoints_are_listed_per_job_and_globally(client: TestClient, running_job: Any,
@@ -45,7 +45,7 @@ def test_only_the_newest_best_checkpoint_keeps_the_flag(running_job: Any, store:
     for epoch in (1, 2, 3):
         register(job_id, attempt, upload_checkpoint(store, job_id, attempt, epoch, is_best=epoch < 3)[0])
     with session_scope() as session:
-        assert [c.is_best for c in jobs.list_checkpoints(session, job_id)] == [False, True, False]
+        assert [c.is_best for c in checkpoints.list_checkpoints(session, job_id)] == [False, True, False]
 
 
 def test_local_download_is_byte_exact_with_length_and_sha256(client: TestClient, running_job: Any,
@@ -104,7 +104,7 @@ def test_s3_download_streams_or_redirects_to_a_presigned_url(
 def test_db_registry_commits_resumes_and_prunes_under_the_fence(service: Settings, running_job: Any,
                                                                 store: Any) -> None:
     job_id, attempt = running_job
-    registry = DbCheckpointRegistry(job_id, attempt)
+    registry = CheckpointRegistry(job_id, attempt, service)
     uploads = [upload_checkpoint(store, job_id, attempt, epoch) for epoch in (1, 2, 3)]
     assert all(registry.commit(ref) for ref, _ in uploads)
     store.put(uploads[2][0].key, b"corrupt")  # the newest is damaged: resume falls back to epoch 2

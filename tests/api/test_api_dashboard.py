@@ -10,7 +10,7 @@ from api_testkit import SMALL_CONFIG, upload_checkpoint
 from auth_testkit import bearer, make_key, new_admin_key
 from fastapi.testclient import TestClient
 
-from api import jobs
+from api import checkpoints, jobs
 from api.db import session_scope
 from api.settings import Settings
 
@@ -50,7 +50,7 @@ def test_events_are_the_whole_timeline_paged_and_history_has_one_record_per_comm
         ref, _ = upload_checkpoint(store, job_id, attempt, epoch)
         record = {"epoch": epoch, "train_loss": 1.0 / epoch, **ref.metrics}
         with session_scope() as session:  # what worker.callbacks attaches at an epoch's end
-            assert jobs.register_checkpoint(session, job_id, attempt, ref,
+            assert checkpoints.register_checkpoint(session, job_id, attempt, ref,
                                             event_data={"history": record, "upload_seconds": 0.5})
     with session_scope() as session:
         assert jobs.finish(session, job_id, attempt, "succeeded")

@@ -8,7 +8,7 @@ from api_testkit import SMALL_CONFIG
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from api import jobs
+from api import checkpoints, jobs
 from api.db import session_scope
 from api.models import Job, JobEvent
 
@@ -80,7 +80,7 @@ def test_get_shows_attempt_progress_eta_checkpoint_and_events(client: TestClient
         assert jobs.record_progress(session, job_id, attempt, epoch=1, step=0, steps_per_epoch=4,
                                     total_steps=8, global_step=4, step_time_s=0.5, images_per_s=4.0,
                                     loss=0.3, metrics={"val_iou": 0.4})
-        assert jobs.register_checkpoint(session, job_id, attempt, ref)
+        assert checkpoints.register_checkpoint(session, job_id, attempt, ref)
     body = client.get(f"/jobs/{job_id}").json()
     assert body["status"] == "running" and body["attempt"] == 1 and body["lease_owner"] == "gpu-box-1"
     assert body["progress"]["fraction"] == 0.5 and body["progress"]["loss"] == 0.3

@@ -75,7 +75,7 @@ def test_a_worker_running_a_job_logs_its_id_and_attempt(client: TestClient, serv
         assert run_segment_job(job_id) == "succeeded"
     claimed = [r for r in records(json_lines) if "claimed as attempt 1" in str(r["message"])]
     assert len(claimed) == 1, json_lines.getvalue()
-    assert (claimed[0]["job_id"], claimed[0]["attempt"], claimed[0]["logger"]) == (job_id, 1, "worker.runner")
+    assert (claimed[0]["job_id"], claimed[0]["attempt"], claimed[0]["logger"]) == (job_id, 1, "worker.attempt")
 
 
 def test_veernet_api_writes_json_lines(tmp_path: Path) -> None:

@@ -12,9 +12,8 @@ from sqlalchemy import select
 
 from api import jobs
 from api.db import session_scope
-from api.models import Job, JobEvent, utcnow
+from api.models import MEMORY_EVENT, Job, JobEvent, utcnow
 from api.plan import timeline_taxes
-from api.plan_fleet import MEMORY_EVENT
 from veernet_core.config import TrainConfig
 from veernet_core.manifest import write_manifest
 from veernet_core.memory import MemoryModel

@@ -9,7 +9,7 @@ from typing import Any
 from api_testkit import SMALL_CONFIG, upload_checkpoint
 from sqlalchemy import select
 
-from api import jobs
+from api import checkpoints, jobs
 from api.db import session_scope
 from api.models import Checkpoint, Job, JobEvent, utcnow
 from api.reaper import reap_once
@@ -82,8 +82,8 @@ def test_expired_lease_is_reclaimed_and_every_write_of_the_old_attempt_is_refuse
     with session_scope() as session:
         assert not jobs.heartbeat(session, job_id, 1, lease_s=60)
         assert not jobs.record_progress(session, job_id, 1, global_step=7)
-        assert not jobs.register_checkpoint(session, job_id, 1, ref)
-        assert not jobs.forget_checkpoint(session, job_id, 1, ref.key)
+        assert not checkpoints.register_checkpoint(session, job_id, 1, ref)
+        assert not checkpoints.forget_checkpoint(session, job_id, 1, ref.key)
         assert not jobs.finish(session, job_id, 1, "succeeded")
         assert jobs.record_job_failure(session, job_id, 1, "boom") == "refused"
         assert not jobs.release(session, job_id, 1, "SIGTERM")
