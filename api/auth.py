@@ -57,11 +57,14 @@ ADMIN = Principal(ADMIN_TENANT, admin=True)
 
 
 class AuthError(ServiceError):
-    """No key, an unknown key or a revoked key: a 401."""
+    """No key, an unknown key or a revoked key: a 401 with its Bearer challenge."""
+
+    status = 401
 
     def __init__(self, message: str, *, invalid_token: bool) -> None:
         self.invalid_token = invalid_token  # RFC 6750: the client sent a token, and it is no good
-        super().__init__(f"{message}; {HOW_TO_GET_A_KEY}")
+        challenge = 'Bearer realm="veernet"' + (', error="invalid_token"' if invalid_token else "")
+        super().__init__(f"{message}; {HOW_TO_GET_A_KEY}", headers={"WWW-Authenticate": challenge})
 
 
 class KeyNotFound(ServiceError):

@@ -11,7 +11,6 @@ from sqlalchemy.orm import Session
 
 from api.auth import HOW_TO_GET_A_KEY, Principal
 from api.db import get_session
-from api.limits import LimitExceeded
 from api.models import MAX_ID
 from api.schemas import ErrorBody
 from api.settings import Settings, get_settings
@@ -79,9 +78,3 @@ SUBMISSION_ERRORS: dict[int | str, dict[str, Any]] = {
           "headers": {"Retry-After": {"schema": {"type": "integer"}, "required": False,
                                       "description": "Seconds until a submission is accepted again"}}},
 }
-
-
-def limit_exceeded(exc: LimitExceeded) -> HTTPException:
-    """The HTTP answer to a limit: its status, its message, and when to retry if that is known."""
-    headers = None if exc.retry_after_s is None else {"Retry-After": str(exc.retry_after_s)}
-    return HTTPException(exc.status, detail=str(exc), headers=headers)

@@ -11,20 +11,18 @@ import math
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.auth import Principal
-from api.errors import ServiceError
+from api.errors import FieldErrors, ServiceError
 from api.models import Job, JobStatus
 from api.settings import Settings
-
-if TYPE_CHECKING:
-    from veernet_core.config import TrainConfig
+from veernet_core.config import ConfigError, TrainConfig
 
 UPLOAD_FORM_BYTES = 1024 * 1024  # multipart framing and the options field around a scan upload
 
@@ -33,8 +31,8 @@ class LimitExceeded(ServiceError):
     """A request over one of the service's limits (the body size is refused earlier, in api.middleware)."""
 
     def __init__(self, message: str, status: int, retry_after_s: int | None = None) -> None:
-        self.status, self.retry_after_s = status, retry_after_s
-        super().__init__(message)
+        self.retry_after_s = retry_after_s
+        super().__init__(message, status, None if retry_after_s is None else {"Retry-After": str(retry_after_s)})
 
 
 def body_limit(method: str, path: str, settings: Settings) -> tuple[int, str]:
@@ -67,6 +65,28 @@ def train_bound_errors(config: TrainConfig, settings: Settings) -> dict[str, str
         if value > limit:
             errors[f"config.{field}"] = f"is {value:g}; this service allows at most {limit:g} ({setting})"
     return errors
+
+
+def train_config(raw: dict[str, Any], settings: Settings, tenant: str) -> TrainConfig:
+    """The validated config within this service's bounds, or FieldErrors naming every bad field.
+
+    A labelled dataset is named, not located: ``data.manifest_url`` becomes the tenant's own folder.
+    """
+    try:
+        config = TrainConfig.from_dict(raw)
+    except ConfigError as exc:
+        raise FieldErrors({f"config.{name}": message for name, message in exc.errors.items()}) from exc
+    errors = train_bound_errors(config, settings)
+    if config.data.kind == "manifest":
+        try:
+            url = dataset_url(config.data.manifest_url, tenant, settings)
+        except ValueError as exc:
+            errors["config.data.manifest_url"] = str(exc)
+        else:
+            config = replace(config, data=replace(config.data, manifest_url=url))
+    if errors:
+        raise FieldErrors(errors)
+    return config
 
 
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")

@@ -20,7 +20,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.deps import reject_unknown_query
-from api.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, database_unavailable
+from api.errors import ServiceError
+from api.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, database_unavailable, service_error_response
 from api.routes import checkpoints, dashboard, health, jobs, metrics, plan, segment, timeline
 
 
@@ -65,6 +66,12 @@ def validation_failed(_request: Request, exc: RequestValidationError) -> JSONRes
     """422 with one entry per bad field: its dotted name and what to fix."""
     detail = [{"field": _dotted(error["loc"]), "message": error["msg"]} for error in exc.errors()]
     return JSONResponse({"detail": detail}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+@app.exception_handler(ServiceError)
+def service_error(_request: Request, exc: ServiceError) -> JSONResponse:
+    """Every domain error (api.errors): its own status, message and headers; routes never catch them."""
+    return service_error_response(exc)
 
 
 @app.exception_handler(DBAPIError)

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.auth import AuthError, authenticate, authenticate_now
+from api.errors import ServiceError
 from api.limits import body_limit, body_too_large
 from api.settings import get_settings
 
@@ -46,9 +47,9 @@ def database_unavailable(exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "5"})
 
 
-def unauthorized(exc: AuthError) -> JSONResponse:
-    challenge = 'Bearer realm="veernet"' + (', error="invalid_token"' if exc.invalid_token else "")
-    return JSONResponse({"detail": str(exc)}, status_code=401, headers={"WWW-Authenticate": challenge})
+def service_error_response(exc: ServiceError) -> JSONResponse:
+    """A domain error's answer: its status, its detail (one entry per field for bad input), its headers."""
+    return JSONResponse({"detail": exc.detail()}, status_code=exc.status, headers=exc.headers)
 
 
 class ApiKeyMiddleware:
@@ -66,7 +67,7 @@ class ApiKeyMiddleware:
         try:  # on the event loop when no I/O is needed; a key lookup is a blocking database read: off it
             principal = authenticate_now(settings, header) or await run_in_threadpool(authenticate, settings, header)
         except AuthError as exc:
-            await unauthorized(exc)(scope, receive, send)
+            await service_error_response(exc)(scope, receive, send)
             return
         except (DBAPIError, PoolTimeout) as exc:
             await database_unavailable(exc)(scope, receive, send)

@@ -37,7 +37,8 @@ from typing import Any, cast
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.errors import ServiceError
+from api.errors import FieldErrors
+from api.limits import train_config
 from api.models import Job, JobEvent, JobStatus
 from api.plan_fleet import (
     HISTORY_JOBS,
@@ -48,6 +49,7 @@ from api.plan_fleet import (
     manifest_dataset,
     recorded_memory,
 )
+from api.plan_schemas import PlanBody
 from api.settings import Settings
 from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.memory import MemoryModel
@@ -60,12 +62,11 @@ PROBE_QUEUE_S = 5.0  # a request waits this long for another's probe before it i
 PROBE_RETRY_S = 30
 
 
-class PlanError(ServiceError):
-    """The request cannot be planned; ``errors`` maps a field to what to fix; ``status`` is the HTTP answer."""
+class PlanError(FieldErrors):
+    """The request cannot be planned; ``errors`` maps a field to what to fix. A 429 says when to retry."""
 
     def __init__(self, errors: dict[str, str], status: int = 422) -> None:
-        self.errors, self.status = errors, status
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        super().__init__(errors, status, {"Retry-After": str(PROBE_RETRY_S)} if status == 429 else None)
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,16 @@ def _measured_failure_rate(session: Session, target: str) -> float | None:
         .order_by(Job.id.desc()).limit(HISTORY_JOBS * 5)).all())
     hours = sum((end - start).total_seconds() for _, start, end in rows) / 3600.0
     return sum(lost for lost, _, _ in rows) / hours if hours > 0 else None
+
+
+def plan_body(body: PlanBody, session: Session, settings: Settings, tenant: str) -> dict[str, Any]:
+    """POST /plan's answer to ``body``, as JSON (PlanError or FieldErrors say what to fix)."""
+    request = PlanRequest(
+        config=train_config(body.config, settings, tenant), device_class=body.device_class,
+        gpu_memory_gb=body.gpu_memory_gb, window_hours=body.window_hours, interruptions=body.interruptions,
+        failure_rate_per_hour=body.failure_rate_per_hour, utilisation=body.utilisation,
+        tiers=tuple(Tier(t.name, t.eur_per_month) for t in body.tiers), probe=body.probe)
+    return plan_json(plan_run(session, request, settings), body.start_at)
 
 
 def plan_json(plan: Plan, start_at: datetime | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from api import jobs
 from api.checkpoints import get_checkpoint
-from api.errors import CheckpointNotFound, JobNotFound, ServiceError
+from api.errors import CheckpointNotFound, FieldErrors, JobNotFound, ServiceError
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
 from veernet_core.calibration import Calibration, CalibrationError
@@ -30,12 +30,18 @@ RESULT_FILES = {"result": "result.json", "csv": "result.csv", "las": "result.las
                 "overlay": "overlay.png"}
 
 
-class SegmentInputError(ServiceError):
+class SegmentInputError(FieldErrors):
     """Bad input; ``field`` names what to fix and ``status`` is 413 for limits, else 422."""
 
     def __init__(self, field: str, message: str, status: int = 422) -> None:
-        self.field, self.status = field, status
-        super().__init__(message)
+        self.field = field
+        super().__init__({field: message}, status)
+
+
+class ResultNotReady(ServiceError):
+    """A segment job's result was asked for before the job succeeded."""
+
+    status = 409
 
 
 def input_key(job_id: int) -> str:
@@ -160,6 +166,15 @@ def segment_job(session: Session, job_id: int, tenant: str | None = None) -> Job
     job = jobs.get_job(session, job_id)
     if job.kind != "segment" or (tenant is not None and job.tenant != tenant):
         raise JobNotFound(job_id)
+    return job
+
+
+def succeeded_job(session: Session, job_id: int, tenant: str | None = None) -> Job:
+    """A segment job of ``tenant`` whose result can be read, or ResultNotReady saying what it is doing."""
+    job = segment_job(session, job_id, tenant)
+    if job.status != JobStatus.SUCCEEDED:
+        hint = job.error or f"poll GET /jobs/{job_id} until it succeeds"
+        raise ResultNotReady(f"segment job {job_id} is {job.status}: {hint}")
     return job
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, status
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from api.checkpoints import get_checkpoint, query_checkpoints
@@ -19,7 +19,6 @@ from api.deps import (
     StoreDep,
     get_principal,
 )
-from api.errors import BlobMissing, CheckpointNotFound, StoreError
 from api.models import MAX_ID
 from api.schemas import CheckpointOut, CheckpointPage, ErrorBody
 from api.storage import is_s3, open_blob
@@ -41,10 +40,7 @@ def list_checkpoints(session: SessionDep, principal: PrincipalDep,
 @router.get("/{checkpoint_id}", response_model=CheckpointOut, responses=NOT_FOUND)
 def describe_checkpoint(checkpoint_id: CheckpointId, session: SessionDep, principal: PrincipalDep) -> CheckpointOut:
     """One checkpoint: job, attempt, position, size, sha256, metrics."""
-    try:
-        return CheckpointOut.of(get_checkpoint(session, checkpoint_id, principal.scope))
-    except CheckpointNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    return CheckpointOut.of(get_checkpoint(session, checkpoint_id, principal.scope))
 
 
 @router.get("/{checkpoint_id}/download", response_class=Response, responses={
@@ -53,16 +49,11 @@ def describe_checkpoint(checkpoint_id: CheckpointId, session: SessionDep, princi
 def download_checkpoint(checkpoint_id: CheckpointId, session: SessionDep, settings: SettingsDep, store: StoreDep,
                         principal: PrincipalDep) -> Response:
     """The checkpoint file, with Content-Length and X-Checksum-Sha256, or a presigned redirect."""
-    try:
-        row = get_checkpoint(session, checkpoint_id, principal.scope)
-        session.close()  # release the connection before a long stream
-        if settings.s3_presign and is_s3(store):
-            return RedirectResponse(store.presign(row.storage_key, settings.presign_seconds), status_code=307)
-        blob = open_blob(store, row.storage_key, expected_size=row.size)
-    except (CheckpointNotFound, BlobMissing) as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
-    except StoreError as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from exc
+    row = get_checkpoint(session, checkpoint_id, principal.scope)
+    session.close()  # release the connection before a long stream
+    if settings.s3_presign and is_s3(store):
+        return RedirectResponse(store.presign(row.storage_key, settings.presign_seconds), status_code=307)
+    blob = open_blob(store, row.storage_key, expected_size=row.size)
     name = f"job-{row.job_id}-{PurePosixPath(row.storage_key).name}"
     headers = {"Content-Length": str(blob.size), "X-Checksum-Sha256": row.sha256,
                "Content-Disposition": f'attachment; filename="{name}"'}

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Response, status
 from fastapi.responses import JSONResponse
 
-from api import jobs, limits, queries, status_reads
+from api import jobs, limits, plan, queries, status_reads
 from api.checkpoints import list_checkpoints
 from api.deps import (
     COMMON_ERRORS,
@@ -19,15 +18,11 @@ from api.deps import (
     SessionDep,
     SettingsDep,
     get_principal,
-    limit_exceeded,
 )
-from api.errors import InvalidTransition, JobNotFound
 from api.models import JobStatus
 from api.plan_schemas import PlanBody, PlanOut
 from api.queue import send_job
 from api.schemas import CheckpointOut, ErrorBody, JobCreate, JobDetail, JobPage
-from api.settings import Settings
-from veernet_core.config import ConfigError, TrainConfig
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "description": "No such job"}}
@@ -40,45 +35,14 @@ def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, prin
                response: Response, dry_run: bool = False) -> Any:
     """Validate a training config, queue the job, and send it to a worker (dry_run=true: only plan it)."""
     if dry_run:
-        from api.routes.plan import make_plan
-        return JSONResponse(make_plan(PlanBody(config=body.config), session, settings, principal.tenant))
-    try:
-        limits.check_submission(session, principal, settings)
-    except limits.LimitExceeded as exc:
-        raise limit_exceeded(exc) from exc
-    config = train_config(body.config, settings, principal.tenant)
+        return JSONResponse(plan.plan_body(PlanBody(config=body.config), session, settings, principal.tenant))
+    limits.check_submission(session, principal, settings)
+    config = limits.train_config(body.config, settings, principal.tenant)
     job = jobs.create_job(session, body.kind, config.to_dict(), principal.tenant)
     session.commit()  # the row exists before any worker can receive its id
     send_job(job)
     response.headers["Location"] = f"/jobs/{job.id}"
     return queries.job_detail(session, job.id, settings)
-
-
-def train_config(raw: dict[str, Any], settings: Settings, tenant: str) -> TrainConfig:
-    """The validated config within this service's bounds, or a 422 naming every bad field.
-
-    A labelled dataset is named, not located: ``data.manifest_url`` becomes the tenant's own folder.
-    """
-    try:
-        config = TrainConfig.from_dict(raw)
-    except ConfigError as exc:
-        raise _invalid({f"config.{name}": message for name, message in exc.errors.items()}) from exc
-    errors = limits.train_bound_errors(config, settings)
-    if config.data.kind == "manifest":
-        try:
-            url = limits.dataset_url(config.data.manifest_url, tenant, settings)
-        except ValueError as exc:
-            errors["config.data.manifest_url"] = str(exc)
-        else:
-            config = replace(config, data=replace(config.data, manifest_url=url))
-    if errors:
-        raise _invalid(errors)
-    return config
-
-
-def _invalid(errors: dict[str, str]) -> HTTPException:
-    detail = [{"field": name, "message": message} for name, message in errors.items()]
-    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=detail)
 
 
 @router.get("", response_model=JobPage)
@@ -92,10 +56,7 @@ def list_jobs(session: SessionDep, principal: PrincipalDep, status: JobStatus | 
 @router.get("/{job_id}", response_model=JobDetail, responses=NOT_FOUND)
 async def get_job(job_id: JobId, settings: SettingsDep, principal: PrincipalDep) -> Response:
     """Status, attempt, recoveries, progress, metrics, ETA, last checkpoint and recent events."""
-    try:
-        data = await status_reads.detail_json(job_id, settings, principal.scope)
-    except JobNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    data = await status_reads.detail_json(job_id, settings, principal.scope)
     return Response(data, media_type="application/json")
 
 
@@ -105,13 +66,8 @@ async def get_job(job_id: JobId, settings: SettingsDep, principal: PrincipalDep)
 def cancel_job(job_id: JobId, session: SessionDep, settings: SettingsDep, principal: PrincipalDep,
                response: Response) -> JobDetail:
     """Cancel: a queued job at once (200); a running one stops at its next step, checkpoints kept (202)."""
-    try:
-        queries.require_owner(session, job_id, principal.scope)
-        job = jobs.request_cancel(session, job_id)
-    except JobNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
-    except InvalidTransition as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
+    queries.require_owner(session, job_id, principal.scope)
+    job = jobs.request_cancel(session, job_id)
     session.commit()
     queries.forget_detail(settings, job_id)
     if job.status == JobStatus.RUNNING:
@@ -122,7 +78,4 @@ def cancel_job(job_id: JobId, session: SessionDep, settings: SettingsDep, princi
 @router.get("/{job_id}/checkpoints", response_model=list[CheckpointOut], responses=NOT_FOUND)
 def job_checkpoints(job_id: JobId, session: SessionDep, principal: PrincipalDep) -> list[CheckpointOut]:
     """The job's committed checkpoints, oldest first."""
-    try:
-        return [CheckpointOut.of(row) for row in list_checkpoints(session, job_id, principal.scope)]
-    except JobNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    return [CheckpointOut.of(row) for row in list_checkpoints(session, job_id, principal.scope)]

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Response, status
+from fastapi import APIRouter, Depends, Response, status
 
 from api import plan
 from api.deps import COMMON_ERRORS, SUBMISSION_ERRORS, PrincipalDep, SessionDep, SettingsDep, get_principal
 from api.plan_schemas import PlanBody, PlanOut
-from api.routes.jobs import train_config
 from api.schemas import ErrorBody
-from api.settings import Settings
-from veernet_core.plan import Tier
 from veernet_core.plan_chart import render_svg
 
 router = APIRouter(prefix="/plan", tags=["plan"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
@@ -26,25 +23,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def make_plan(body: PlanBody, session: SessionDep, settings: Settings, tenant: str) -> dict[str, Any]:
-    """The plan as JSON, or the HTTP error that says what to fix."""
-    request = plan.PlanRequest(
-        config=train_config(body.config, settings, tenant), device_class=body.device_class,
-        gpu_memory_gb=body.gpu_memory_gb, window_hours=body.window_hours, interruptions=body.interruptions,
-        failure_rate_per_hour=body.failure_rate_per_hour, utilisation=body.utilisation,
-        tiers=tuple(Tier(t.name, t.eur_per_month) for t in body.tiers), probe=body.probe)
-    try:
-        return plan.plan_json(plan.plan_run(session, request, settings), body.start_at)
-    except plan.PlanError as exc:
-        detail = [{"field": name, "message": message} for name, message in exc.errors.items()]
-        headers = {"Retry-After": str(plan.PROBE_RETRY_S)} if exc.status == 429 else None
-        raise HTTPException(exc.status, detail=detail, headers=headers) from exc
-
-
 @router.post("", response_model=PlanOut, responses=ERRORS)
 def plan_run(body: PlanBody, session: SessionDep, settings: SettingsDep, principal: PrincipalDep) -> Any:
     """Memory, steps, wall-clock with interruptions, checkpoint interval and cost of a training run."""
-    return make_plan(body, session, settings, principal.tenant)
+    return plan.plan_body(body, session, settings, principal.tenant)
 
 
 SVG = {"image/svg+xml": {"schema": {"type": "string"}}}
@@ -54,5 +36,5 @@ SVG = {"image/svg+xml": {"schema": {"type": "string"}}}
     **ERRORS, 200: {"description": "The plan as a chart", "content": SVG}})
 def plan_chart(body: PlanBody, session: SessionDep, settings: SettingsDep, principal: PrincipalDep) -> Response:
     """The plan as an SVG bar: compute, the interruptions' cost stacked on it, and the window line."""
-    return Response(render_svg(make_plan(body, session, settings, principal.tenant)), media_type="image/svg+xml",
-                    status_code=status.HTTP_200_OK)
+    return Response(render_svg(plan.plan_body(body, session, settings, principal.tenant)),
+                    media_type="image/svg+xml", status_code=status.HTTP_200_OK)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Response, UploadFile, status
+from fastapi import APIRouter, Depends, File, Form, Query, Response, UploadFile, status
 from fastapi.responses import JSONResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
@@ -20,9 +20,7 @@ from api.deps import (
     SettingsDep,
     StoreDep,
     get_principal,
-    limit_exceeded,
 )
-from api.errors import BlobMissing, CheckpointNotFound, JobNotFound, StoreError
 from api.queue import send_job
 from api.schemas import ErrorBody, JobDetail
 from api.storage import open_blob
@@ -49,20 +47,12 @@ def submit_segment(file: Annotated[UploadFile, File(description="PNG, TIFF or JP
                    options: Annotated[str | None, Form(description="JSON: calibration, model, ...")] = None,
                    wait: bool = False, timeout: float = Query(30.0, gt=0)) -> Any:
     """Queue a scan for digitising; with wait=true answer with the result if it is done in time."""
-    try:
-        limits.check_submission(session, principal, settings)
-    except limits.LimitExceeded as exc:
-        raise limit_exceeded(exc) from exc
+    limits.check_submission(session, principal, settings)
     data = file.file.read(settings.max_upload_bytes + 1)
-    try:
-        opts = segment.parse_options(options)
-        scan = segment.check_scan(data, settings, bool(opts.get("rotate_portrait")))
-        calibration = segment.check_calibration(opts, scan)
-        model = segment.resolve_model(session, opts.get("model"), principal.scope)
-    except segment.SegmentInputError as exc:
-        raise HTTPException(exc.status, detail=[{"field": exc.field, "message": str(exc)}]) from exc
-    except (CheckpointNotFound, JobNotFound) as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    opts = segment.parse_options(options)
+    scan = segment.check_scan(data, settings, bool(opts.get("rotate_portrait")))
+    calibration = segment.check_calibration(opts, scan)
+    model = segment.resolve_model(session, opts.get("model"), principal.scope)
     name = file.filename or "scan"
     job = segment.create_segment_job(session, opts, model, calibration, name, principal.tenant)
     store.put(segment.input_key(job.id), data)  # uploaded before the row commits: a worker always finds it
@@ -98,17 +88,9 @@ def _result_response(job_id: int, store: Any) -> Response:
 
 def _result_file(job_id: int, name: str, session: Session, store: LocalStore | S3Store,
                  tenant: str | None) -> Response:
-    try:
-        job = segment.segment_job(session, job_id, tenant)
-        if job.status != "succeeded":
-            hint = job.error or f"poll GET /jobs/{job_id} until it succeeds"
-            raise HTTPException(status.HTTP_409_CONFLICT, detail=f"segment job {job_id} is {job.status}: {hint}")
-        session.close()
-        blob = open_blob(store, segment.result_key(job_id, name))
-    except (JobNotFound, BlobMissing) as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
-    except StoreError as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from exc
+    segment.succeeded_job(session, job_id, tenant)
+    session.close()
+    blob = open_blob(store, segment.result_key(job_id, name))
     return StreamingResponse(blob.chunks, media_type=MEDIA[name], headers={"Content-Length": str(blob.size)})
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, status
+from fastapi import APIRouter, Depends, Query
 
 from api.deps import COMMON_ERRORS, JobId, Offset, PrincipalDep, SessionDep, get_principal
-from api.errors import JobNotFound
 from api.history import epoch_history, job_events
 from api.schemas import EpochRecord, ErrorBody, EventOut, EventPage
 
@@ -19,17 +18,11 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "descrip
 def list_events(job_id: JobId, session: SessionDep, principal: PrincipalDep,
                 limit: int = Query(500, ge=1, le=5000), offset: Offset = 0) -> EventPage:
     """The job's timeline, oldest first: claims, checkpoints, lost leases, requeues, recoveries, the end."""
-    try:
-        rows, total = job_events(session, job_id, principal.scope, limit, offset)
-    except JobNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    rows, total = job_events(session, job_id, principal.scope, limit, offset)
     return EventPage(items=[EventOut.model_validate(row) for row in rows], total=total, limit=limit, offset=offset)
 
 
 @router.get("/{job_id}/history", response_model=list[EpochRecord], responses=NOT_FOUND)
 def training_history(job_id: JobId, session: SessionDep, principal: PrincipalDep) -> list[EpochRecord]:
     """Per committed epoch: train loss and validation IoU/Dice, oldest first (empty for a segment job)."""
-    try:
-        return [EpochRecord(**record) for record in epoch_history(session, job_id, principal.scope)]
-    except JobNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+    return [EpochRecord(**record) for record in epoch_history(session, job_id, principal.scope)]
