@@ -22,7 +22,7 @@ from api.models import Checkpoint, Job, JobStatus, utcnow
 HISTORY_JOBS = 20  # recent successful jobs whose durations estimate a job that never ran
 
 
-def estimate_eta(*, step_time_s: float | None, global_step: int | None, total_steps: int | None,
+def eta_from_progress(*, step_time_s: float | None, global_step: int | None, total_steps: int | None,
                  steps_per_epoch: int | None = None, validation_s: float | None = None,
                  checkpoint_s: float | None = None, validate_every_epochs: int = 1,
                  checkpoint_every_steps: int = 0, epochs_ended: int | None = None) -> float | None:
@@ -69,7 +69,7 @@ def estimate_queue_start(running_left_s: Sequence[float | None], ahead_s: Sequen
 def running_eta(job: Job, from_step: int | None = None) -> float | None:
     """Seconds left for a job from the fields its worker reports, at ``from_step`` (default: now)."""
     config: dict[str, Any] = job.config or {}
-    return estimate_eta(
+    return eta_from_progress(
         step_time_s=job.step_time_s, global_step=job.global_step if from_step is None else from_step,
         total_steps=job.total_steps, steps_per_epoch=job.steps_per_epoch, validation_s=job.validation_time_s,
         checkpoint_s=job.checkpoint_time_s, validate_every_epochs=int(config.get("validate_every_epochs", 1)),

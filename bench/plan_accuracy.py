@@ -99,7 +99,7 @@ def micro_batch_step(config: TrainConfig, sizes: list[tuple[int, int]], budget: 
     train_idx, _ = split_indices(len(sizes), config.data.val_fraction, config.data.seed)
     sampler = BucketBatchSampler({i: sizes[i] for i in train_idx}, config.effective_batch, budget,
                                  config.max_physical_batch, config.seed)
-    for step in (s for e in range(config.epochs) for s in sampler.plan(e)):
+    for step in (s for e in range(config.epochs) for s in sampler.epoch_steps(e)):
         for mb in step.micro_batches:
             if [(align(sizes[i][0]), align(sizes[i][1])) for i in mb] == extents:
                 return step, mb

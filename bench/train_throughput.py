@@ -198,7 +198,7 @@ def throughput_figures() -> dict[str, Any]:
     budget = pixel_budget_for(config, device, None)
     sampler = BucketBatchSampler(dict(enumerate(sizes)), BATCH, budget, config.max_physical_batch, SEED)
     trainer, naive = Trainer(config, device, sampler, budget, weights), Naive(config, items, weights)
-    warmup, timed = sampler.plan(0)[0], sampler.plan(0)[1:1 + TIMED_STEPS]
+    warmup, timed = sampler.epoch_steps(0)[0], sampler.epoch_steps(0)[1:1 + TIMED_STEPS]
     ours_step(trainer, warmup, items)  # optimiser state, first kernels: not timed
     naive.train(warmup.micro_batches[0][:2])
     ours_times, naive_times = side_by_side(trainer, naive, timed, items)

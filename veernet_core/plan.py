@@ -135,8 +135,8 @@ def layout(config: TrainConfig, sizes: list[tuple[int, int]], budget: int) -> La
                                  config.max_physical_batch, config.seed)
     exact = config.epochs * len(train_idx) <= EXACT_PLAN_IMAGES
     epochs = range(config.epochs if exact else min(SAMPLED_EPOCHS, config.epochs))
-    micro = [mb for e in epochs for step in sampler.plan(e) for mb in step.micro_batches]
-    per_step = [len(step.micro_batches) for e in epochs for step in sampler.plan(e)]
+    micro = [mb for e in epochs for step in sampler.epoch_steps(e) for mb in step.micro_batches]
+    per_step = [len(step.micro_batches) for e in epochs for step in sampler.epoch_steps(e)]
     factor = 1.0 if exact else config.epochs / len(epochs)
     padded = [padded_pixels(sizes, mb) for mb in micro]
     real = sum(sizes[i][0] * sizes[i][1] for mb in micro for i in mb)

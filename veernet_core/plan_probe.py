@@ -100,7 +100,7 @@ def probe_throughput(config: TrainConfig, device: str | torch.device, dataset: D
     trainer = Trainer(config, device, sampler, budget,
                       LossWeights(config.tversky_alpha, config.tversky_beta, config.pixel_loss_weight))
     startup_s += time.perf_counter() - t0
-    steps = sampler.plan(0)[:PROBE_STEPS + 1]
+    steps = sampler.epoch_steps(0)[:PROBE_STEPS + 1]
     times, pixels = [], []
     for step in steps:
         t0 = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from veernet_core.checkpoint import CheckpointRef
@@ -13,6 +14,14 @@ if TYPE_CHECKING:  # veernet_core.memory imports the model (torch); callers of t
 WARMUP_STEPS_EXCLUDED = 3  # first steps after a (re)start pay for allocation and caches, not training
 EMA_WEIGHT = 0.1  # step-time smoothing: ~10 steps of memory, steady but quick to follow a slowdown
 MIN_SIZE_SPREAD = 0.05  # recent steps' pixels must vary by this (coefficient of variation) to fit a line
+
+
+class StopReason(StrEnum):
+    """Why a training run stopped before its last epoch."""
+
+    CANCELLED = "cancelled"  # its user asked; its checkpoints are kept
+    LEASE_LOST = "lease lost"  # another attempt owns the job now: write nothing more
+    SIGTERM = "sigterm"  # the process is being stopped: saved, to resume on another worker
 
 
 @dataclass
@@ -46,7 +55,7 @@ def expected_validation_s(val_images: int, step_time_s: float, images_per_step: 
     return val_images / max(images_per_step, 1) * step_time_s * FORWARD_SHARE
 
 
-def estimate_eta(remaining_steps: int, step_time_s: float, remaining_validations: int,
+def seconds_left(remaining_steps: int, step_time_s: float, remaining_validations: int,
                  validate_time_s: float, remaining_checkpoints: int, checkpoint_time_s: float) -> float | None:
     """Seconds left: measured step time times the remaining steps, plus validation and checkpoints."""
     if step_time_s <= 0:
@@ -63,7 +72,7 @@ class StepTimer:
     the narrowest), so their times differ as much: an average over the last steps swings with the buckets
     they came from. A step's time is a fixed part (the optimiser, per-batch work) plus a part per padded
     pixel; both are fitted by least squares over the recent steps (exponentially weighted, EMA_WEIGHT),
-    and the sampler's plan says how many steps and pixels are left. Until the recent steps differ
+    and the sampler's epoch steps say how many steps and pixels are left. Until the recent steps differ
     enough in size to fit a line, time is taken as proportional to pixels.
     """
 
@@ -115,8 +124,8 @@ class TrainCallbacks:
     def on_progress(self, progress: Progress) -> None:
         """Called after every optimiser step and around validation and checkpoints."""
 
-    def should_stop(self) -> str | None:
-        """A reason to stop now (e.g. "cancelled", "lease lost"), checked after every step."""
+    def should_stop(self) -> StopReason | None:
+        """A reason to stop now, checked after every step."""
         return None
 
     def on_checkpoint(self, ref: CheckpointRef) -> None:

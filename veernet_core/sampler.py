@@ -1,10 +1,10 @@
-"""Bucketed, resumable, sharded batch planning.
+"""Bucketed, resumable, sharded batching: each epoch's optimiser steps.
 
-An epoch's plan is a pure function of (seed, epoch): a list of optimiser steps, each holding
+An epoch's steps are a pure function of (seed, epoch): a list of optimiser steps, each holding
 exactly ``effective_batch`` images of similar size (sorted by aligned height, then aligned width,
 random order within a grid cell), split across data-parallel ranks and then into physical
 micro-batches whose padded pixels fit the pixel budget. Resuming at (epoch, step) replays the
-same plan from that step.
+same steps from that step.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class BucketBatchSampler:
         self.max_physical_batch, self.seed = max_physical_batch, seed
         self.rank, self.world_size = rank, world_size
         self.epoch, self.step = 0, 0
-        self._plan_cache: tuple[int, list[Step]] | None = None
+        self._steps_cache: tuple[int, list[Step]] | None = None
 
     @property
     def steps_per_epoch(self) -> int:
@@ -85,15 +85,15 @@ class BucketBatchSampler:
             j = cut[j]
         return batches[::-1]
 
-    def plan(self, epoch: int) -> list[Step]:
-        if self._plan_cache and self._plan_cache[0] == epoch:
-            return self._plan_cache[1]
+    def epoch_steps(self, epoch: int) -> list[Step]:
+        if self._steps_cache and self._steps_cache[0] == epoch:
+            return self._steps_cache[1]
         steps = []
         for group in self.groups(epoch):
             mine = group[self.rank::self.world_size]
             pixels = sum(self.sizes[i][0] * self.sizes[i][1] for i in group)
             steps.append(Step(self._split(mine), len(group), pixels))
-        self._plan_cache = (epoch, steps)
+        self._steps_cache = (epoch, steps)
         return steps
 
     def padded_pixels(self, step: Step) -> int:
@@ -105,11 +105,11 @@ class BucketBatchSampler:
 
     def __iter__(self) -> Iterator[list[int]]:
         """Micro-batches from the current position to the end of the current epoch."""
-        for step in self.plan(self.epoch)[self.step:]:
+        for step in self.epoch_steps(self.epoch)[self.step:]:
             yield from step.micro_batches
 
     def __len__(self) -> int:
-        return sum(len(s.micro_batches) for s in self.plan(self.epoch)[self.step:])
+        return sum(len(s.micro_batches) for s in self.epoch_steps(self.epoch)[self.step:])
 
     def state_dict(self) -> dict[str, int]:
         return {"epoch": self.epoch, "step": self.step, "seed": self.seed,

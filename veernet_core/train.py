@@ -29,7 +29,7 @@ from veernet_core.config import TrainConfig
 from veernet_core.data import pad_collate, split_indices
 from veernet_core.losses import LossWeights
 from veernet_core.memory import MemoryModel, available_bytes, probe_memory
-from veernet_core.progress import Progress, StepTimer, TrainCallbacks, estimate_eta, expected_validation_s
+from veernet_core.progress import Progress, StepTimer, StopReason, TrainCallbacks, expected_validation_s, seconds_left
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.trainer import Trainer
 
@@ -37,7 +37,7 @@ from veernet_core.trainer import Trainer
 @dataclass
 class TrainResult:
     status: str  # "completed" or "stopped"
-    reason: str | None
+    reason: StopReason | None
     epoch: int
     step: int
     global_step: int
@@ -162,7 +162,7 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
             phase, trainer.epoch, config.epochs, trainer.step, steps_per_epoch, trainer.global_step,
             total_steps, loss, trainer.current_lr(), train_rate, step_time,
             validate_s, trainer.checkpoint_time_s, time.monotonic() - started,
-            estimate_eta(remaining, step_time, validations, validate_s, epochs_left, trainer.checkpoint_time_s),
+            seconds_left(remaining, step_time, validations, validate_s, epochs_left, trainer.checkpoint_time_s),
             trainer.history[-1] if trainer.history else {}))
 
     def save(metrics: dict[str, float] | None = None) -> bool:
@@ -176,24 +176,24 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
         callbacks.on_checkpoint(ref)
         return True
 
-    def result(status: str, reason: str | None) -> TrainResult:
+    def result(status: str, reason: StopReason | None) -> TrainResult:
         return TrainResult(status, reason, trainer.epoch, trainer.step, trainer.global_step,
                            trainer.history, last_ref, trainer.best_metric)
 
     with _SigtermFlag() as sigterm:
         while trainer.epoch < config.epochs:
-            steps = sampler.plan(trainer.epoch)
+            steps = sampler.epoch_steps(trainer.epoch)
             step_pixels = [sampler.padded_pixels(s) for s in steps]
-            plan = steps[trainer.step:]
-            batches = _loader(dataset, [mb for s in plan for mb in s.micro_batches], config, trainer.device)
-            for step, pixels in zip(plan, step_pixels[trainer.step:], strict=True):
+            steps_left = steps[trainer.step:]
+            batches = _loader(dataset, [mb for s in steps_left for mb in s.micro_batches], config, trainer.device)
+            for step, pixels in zip(steps_left, step_pixels[trainer.step:], strict=True):
                 t0 = time.monotonic()
                 trainer.train_step(step, [next(batches) for _ in step.micro_batches])
                 elapsed = time.monotonic() - t0
                 timer.add(elapsed, pixels)
                 report("train", trainer.last_loss, step.group_images / max(elapsed, 1e-9))
                 if sigterm.raised:
-                    return result("stopped", "sigterm") if save() else result("stopped", "lease lost")
+                    return result("stopped", StopReason.SIGTERM if save() else StopReason.LEASE_LOST)
                 reason = callbacks.should_stop()
                 if reason:
                     return result("stopped", reason)
@@ -201,13 +201,13 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
                 every_m = (config.checkpoint_every_minutes
                            and time.monotonic() - last_save >= 60 * config.checkpoint_every_minutes)
                 if (every_n or every_m) and trainer.step < steps_per_epoch and not save():
-                    return result("stopped", "lease lost")
+                    return result("stopped", StopReason.LEASE_LOST)
             metrics = None
             if (trainer.epoch + 1) % config.validate_every_epochs == 0 or trainer.epoch + 1 == config.epochs:
                 report("validate", trainer.last_loss)
                 metrics = trainer.validate(dataset, val_idx, sizes_all)
             trainer.end_epoch(metrics)
             if not save(metrics):
-                return result("stopped", "lease lost")
+                return result("stopped", StopReason.LEASE_LOST)
             report("train", trainer.last_loss)
     return result("completed", None)

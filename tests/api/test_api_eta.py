@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from api import jobs
 from api.db import session_scope
-from api.eta import estimate_eta, estimate_queue_start
+from api.eta import estimate_queue_start, eta_from_progress
 from api.models import utcnow
 from api.settings import Settings
 
@@ -19,29 +19,29 @@ from api.settings import Settings
 def test_eta_is_remaining_steps_plus_validations_and_checkpoints_to_come() -> None:
     # 10 epochs of 100 steps, at step 250 (epochs 1-2 done): 750 steps, 8 epoch ends left.
     common: dict[str, Any] = dict(step_time_s=0.5, global_step=250, total_steps=1000, steps_per_epoch=100)
-    assert estimate_eta(**common) == 375.0
-    assert estimate_eta(**common, validation_s=10.0, checkpoint_s=2.0) == 375.0 + 8 * 10 + 8 * 2
+    assert eta_from_progress(**common) == 375.0
+    assert eta_from_progress(**common, validation_s=10.0, checkpoint_s=2.0) == 375.0 + 8 * 10 + 8 * 2
     # validation every 3 epochs: after epochs 3, 6 and 9
-    assert estimate_eta(**common, validation_s=10.0, validate_every_epochs=3) == 375.0 + 30
+    assert eta_from_progress(**common, validation_s=10.0, validate_every_epochs=3) == 375.0 + 30
     # plus a checkpoint every 300 steps: at 300, 600 and 900
-    assert estimate_eta(**common, checkpoint_s=2.0, checkpoint_every_steps=300) == 375.0 + (8 + 3) * 2
+    assert eta_from_progress(**common, checkpoint_s=2.0, checkpoint_every_steps=300) == 375.0 + (8 + 3) * 2
 
 
 def test_an_epoch_whose_steps_are_done_still_has_its_validation_and_save_to_come() -> None:
     # 2 epochs of 10 steps, the first's last step done: until the job reports epoch 1, its end is ahead.
     common: dict[str, Any] = dict(step_time_s=1.0, global_step=10, total_steps=20, steps_per_epoch=10,
                                   validation_s=4.0, checkpoint_s=2.0)
-    assert estimate_eta(**common, epochs_ended=0) == 10.0 + 2 * (4.0 + 2.0)
-    assert estimate_eta(**common, epochs_ended=1) == 10.0 + 1 * (4.0 + 2.0)
-    assert estimate_eta(**common) == estimate_eta(**common, epochs_ended=1)
-    assert estimate_eta(**{**common, "global_step": 20}, epochs_ended=1) == 4.0 + 2.0  # the run's last end
+    assert eta_from_progress(**common, epochs_ended=0) == 10.0 + 2 * (4.0 + 2.0)
+    assert eta_from_progress(**common, epochs_ended=1) == 10.0 + 1 * (4.0 + 2.0)
+    assert eta_from_progress(**common) == eta_from_progress(**common, epochs_ended=1)
+    assert eta_from_progress(**{**common, "global_step": 20}, epochs_ended=1) == 4.0 + 2.0  # the run's last end
 
 
 def test_eta_edges() -> None:
-    assert estimate_eta(step_time_s=None, global_step=5, total_steps=10) is None
-    assert estimate_eta(step_time_s=1.0, global_step=5, total_steps=None) is None
-    assert estimate_eta(step_time_s=1.0, global_step=None, total_steps=10) == 10.0
-    assert estimate_eta(step_time_s=1.0, global_step=12, total_steps=10, steps_per_epoch=5,
+    assert eta_from_progress(step_time_s=None, global_step=5, total_steps=10) is None
+    assert eta_from_progress(step_time_s=1.0, global_step=5, total_steps=None) is None
+    assert eta_from_progress(step_time_s=1.0, global_step=None, total_steps=10) == 10.0
+    assert eta_from_progress(step_time_s=1.0, global_step=12, total_steps=10, steps_per_epoch=5,
                         validation_s=3.0) == 0.0
 
 

@@ -69,7 +69,7 @@ def test_layout_is_the_samplers_own_plan() -> None:
     lay = layout(CONFIG, SIZES, budget)
     train_idx, val_idx = split_indices(40, CONFIG.data.val_fraction, CONFIG.data.seed)
     sampler = BucketBatchSampler({i: SIZES[i] for i in train_idx}, 4, budget, 4, CONFIG.seed)
-    micro = [mb for e in range(3) for s in sampler.plan(e) for mb in s.micro_batches]
+    micro = [mb for e in range(3) for s in sampler.epoch_steps(e) for mb in s.micro_batches]
     assert (lay.train_images, lay.val_images) == (len(train_idx), len(val_idx))
     assert lay.steps_per_epoch == sampler.steps_per_epoch == len(train_idx) // 4
     assert lay.micro_batches == len(micro) and lay.exact

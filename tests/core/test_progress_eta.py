@@ -19,8 +19,8 @@ from veernet_core.progress import (
     Progress,
     StepTimer,
     TrainCallbacks,
-    estimate_eta,
     expected_validation_s,
+    seconds_left,
 )
 from veernet_core.sampler import Step
 from veernet_core.train import train
@@ -59,7 +59,7 @@ def test_progress_before_the_first_validation_expects_one_and_after_it_reports_t
         expected = expected_validation_s(len(val_idx), p.step_time_s, config.effective_batch)
         assert p.validate_time_s == expected > 0
         left = p.total_steps - p.global_step
-        assert p.eta_s == estimate_eta(left, p.step_time_s, 2, expected, 2, p.checkpoint_time_s)
+        assert p.eta_s == seconds_left(left, p.step_time_s, 2, expected, 2, p.checkpoint_time_s)
     second_epoch = [p for p in recorder.seen if p.phase == "train" and p.epoch == 1]
     measured = {p.validate_time_s for p in second_epoch}
     assert len(measured) == 1 and measured != {first_epoch[-1].validate_time_s}, "the measured pass replaces it"
@@ -134,7 +134,7 @@ def test_a_runs_reported_eta_for_training_is_the_training_time_it_then_takes(
     # images, bucketed anew: equal to 5 digits at full scale, not in so small a set). So the prediction
     # is off by exactly what the later epochs differ from it, and nothing else.
     sampler = samplers[0]
-    epoch_pixels = [sum(sampler.padded_pixels(s) for s in sampler.plan(e)) for e in range(config.epochs)]
+    epoch_pixels = [sum(sampler.padded_pixels(s) for s in sampler.epoch_steps(e)) for e in range(config.epochs)]
     for p, at in reports:
         current = p.epoch if p.step else p.epoch - 1  # a report after an epoch's end still holds its plan
         later = range(current + 1, config.epochs)

@@ -91,7 +91,7 @@ def padded_pixels(case: SamplerCase, micro_batch: list[int]) -> int:
 @settings(max_examples=150, deadline=None)
 @given(case=sampler_cases())
 def test_every_step_is_one_effective_batch_split_across_ranks_without_repeats(case: SamplerCase) -> None:
-    plans = [case.sampler(rank).plan(case.epoch) for rank in range(case.world_size)]
+    plans = [case.sampler(rank).epoch_steps(case.epoch) for rank in range(case.world_size)]
     groups = case.sampler().groups(case.epoch)
     steps = len(groups)
     assert steps == len(case.sizes) // case.effective_batch and all(len(p) == steps for p in plans)
@@ -110,7 +110,7 @@ def test_every_step_is_one_effective_batch_split_across_ranks_without_repeats(ca
 @settings(max_examples=150, deadline=None)
 @given(case=sampler_cases())
 def test_micro_batches_respect_the_pixel_budget_unless_one_image_exceeds_it(case: SamplerCase) -> None:
-    for step in case.sampler().plan(case.epoch):
+    for step in case.sampler().epoch_steps(case.epoch):
         for micro_batch in step.micro_batches:
             assert 1 <= len(micro_batch) <= case.max_physical_batch
             if case.pixel_budget and len(micro_batch) > 1:
@@ -124,7 +124,7 @@ def test_resuming_at_any_step_gives_the_tail_of_the_full_epoch(case: SamplerCase
     full = case.sampler(rank)
     full.set_position(case.epoch, 0)
     everything = list(full)
-    plan = full.plan(case.epoch)
+    plan = full.epoch_steps(case.epoch)
     step = data.draw(st.integers(0, len(plan)))
     resumed = case.sampler(rank)  # a new process: nothing carried over but the state dict
     resumed.load_state_dict({**full.state_dict(), "epoch": case.epoch, "step": step})

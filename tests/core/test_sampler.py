@@ -13,7 +13,7 @@ def _sizes(n: int, seed: int = 0, scale: float = 1.0) -> dict[int, tuple[int, in
 
 
 def _flat(sampler: BucketBatchSampler, epoch: int) -> list[int]:
-    return [i for step in sampler.plan(epoch) for mb in step.micro_batches for i in mb]
+    return [i for step in sampler.epoch_steps(epoch) for mb in step.micro_batches for i in mb]
 
 
 def test_plan_is_a_pure_function_of_seed_and_epoch() -> None:
@@ -27,7 +27,7 @@ def test_plan_is_a_pure_function_of_seed_and_epoch() -> None:
 def test_every_step_has_exactly_the_effective_batch_and_no_image_twice() -> None:
     sizes = _sizes(501)
     sampler = BucketBatchSampler(sizes, effective_batch=16, seed=1)
-    plan = sampler.plan(0)
+    plan = sampler.epoch_steps(0)
     assert len(plan) == sampler.steps_per_epoch == 501 // 16
     assert all(sum(len(mb) for mb in step.micro_batches) == 16 == step.group_images for step in plan)
     flat = _flat(sampler, 0)
@@ -37,7 +37,7 @@ def test_every_step_has_exactly_the_effective_batch_and_no_image_twice() -> None
 
 def test_group_pixels_are_the_real_pixels_of_the_step() -> None:
     sizes = _sizes(64)
-    for step in BucketBatchSampler(sizes, seed=2).plan(0):
+    for step in BucketBatchSampler(sizes, seed=2).epoch_steps(0):
         images = [i for mb in step.micro_batches for i in mb]
         assert step.group_pixels == sum(sizes[i][0] * sizes[i][1] for i in images)
 
@@ -45,7 +45,7 @@ def test_group_pixels_are_the_real_pixels_of_the_step() -> None:
 def test_shards_partition_each_step() -> None:
     sizes = _sizes(320)
     shards = [BucketBatchSampler(sizes, seed=3, rank=r, world_size=4) for r in range(4)]
-    plans = [s.plan(0) for s in shards]
+    plans = [s.epoch_steps(0) for s in shards]
     for steps in zip(*plans, strict=True):
         per_rank = [[i for mb in s.micro_batches for i in mb] for s in steps]
         assert all(len(p) == 4 for p in per_rank)
@@ -53,7 +53,7 @@ def test_shards_partition_each_step() -> None:
         assert len({s.group_pixels for s in steps}) == 1
     single = BucketBatchSampler(sizes, seed=3)
     assert [set(i for p in plans for mb in p[k].micro_batches for i in mb) for k in range(3)] == [
-        set(i for mb in single.plan(0)[k].micro_batches for i in mb) for k in range(3)]
+        set(i for mb in single.epoch_steps(0)[k].micro_batches for i in mb) for k in range(3)]
 
 
 def test_world_size_must_divide_the_effective_batch() -> None:
@@ -69,7 +69,7 @@ def test_resume_replays_the_rest_of_the_epoch() -> None:
     state = {**sampler.state_dict(), "step": 5}
     resumed = BucketBatchSampler(sizes, seed=4)
     resumed.load_state_dict(state)
-    skipped = sum(len(s.micro_batches) for s in sampler.plan(2)[:5])
+    skipped = sum(len(s.micro_batches) for s in sampler.epoch_steps(2)[:5])
     assert list(resumed) == full[skipped:]
     assert len(resumed) == len(full) - skipped
     with pytest.raises(ValueError, match="another seed"):
@@ -80,11 +80,11 @@ def test_physical_batches_respect_the_pixel_budget() -> None:
     sizes = _sizes(256, scale=0.1)
     budget = 4 * align(64) * align(1280)
     sampler = BucketBatchSampler(sizes, pixel_budget=budget, seed=5)
-    for step in sampler.plan(0):
+    for step in sampler.epoch_steps(0):
         for mb in step.micro_batches:
             padded = len(mb) * align(max(sizes[i][0] for i in mb)) * align(max(sizes[i][1] for i in mb))
             assert padded <= budget or len(mb) == 1
-    assert max(len(mb) for s in sampler.plan(0) for mb in s.micro_batches) > 4, "small logs batch wider"
+    assert max(len(mb) for s in sampler.epoch_steps(0) for mb in s.micro_batches) > 4, "small logs batch wider"
 
 
 def test_bucketing_cuts_padding_to_near_the_alignment_floor() -> None:
@@ -95,7 +95,7 @@ def test_bucketing_cuts_padding_to_near_the_alignment_floor() -> None:
     random_waste = padding_waste(sizes, [order[i:i + 16] for i in range(0, len(order) - 15, 16)])
 
     def waste(budget: int) -> float:
-        plan = BucketBatchSampler(sizes, pixel_budget=budget, seed=0).plan(0)
+        plan = BucketBatchSampler(sizes, pixel_budget=budget, seed=0).epoch_steps(0)
         return padding_waste(sizes, [mb for s in plan for mb in s.micro_batches])
 
     assert 0.35 < random_waste < 0.5
