@@ -454,6 +454,7 @@ def test_what_the_images_copy_builds_a_wheel_with_the_cli_and_the_migrations(tmp
     wheel = zipfile.ZipFile(next((tmp_path / "dist").glob("*.whl")))
     names = set(wheel.namelist())
     migrations = {f"migrations/versions/{p.name}" for p in (ROOT / "migrations" / "versions").glob("*.py")}
-    assert migrations and migrations | {"migrations/env.py", "migrations/script.py.mako", "api/main.py"} <= names
+    assert migrations and migrations | {"migrations/env.py", "migrations/script.py.mako", "api/main.py",
+                                        "api/cli/main.py", "api/cli/__main__.py"} <= names
     entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
     assert re.search(r"^veernet = api\.cli\.main:main$", wheel.read(entry_points).decode(), re.MULTILINE)
