@@ -38,7 +38,7 @@ THIRD_PARTY_ENV = {
 # Dockerfile ENV names that configure Python, pip or the shell rather than the service.
 IMAGE_ENV = {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PIP_NO_CACHE_DIR", "PIP_DISABLE_PIP_VERSION_CHECK",
              "PATH"}
-DOCUMENTED_SUBCOMMANDS = {"migrate", "api", "worker", "reaper"}  # used only while api/cli.py does not exist
+DOCUMENTED_SUBCOMMANDS = {"migrate", "api", "worker", "reaper"}  # used only while api/cli/main.py does not exist
 MIN_CHECKPOINT_GRACE_S = 60  # a GPU worker must get time to write a checkpoint on SIGTERM
 INTERPOLATION = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<default>[^}]*)|:\?(?P<required>[^}]*))?\}")
 # The one variable a deployment must set itself: the admin key. With it unset the API, bound to every
@@ -159,17 +159,17 @@ def seconds(duration: str) -> float:
 
 @cache
 def veernet_cli() -> Any:
-    """The real `veernet` command group (Typer's click group), or None while api/cli.py is not written yet."""
+    """The real `veernet` command group (Typer's click group), or None while api/cli/main.py is not written yet."""
     try:
-        import api.cli
+        import api.cli.main
     except ModuleNotFoundError as exc:
-        if exc.name != "api.cli":
+        if exc.name not in ("api.cli", "api.cli.main"):
             raise
         return None
     import typer.main
 
-    group = typer.main.get_command(api.cli.app)
-    assert hasattr(group, "commands"), "api.cli.app must be a Typer app with subcommands"
+    group = typer.main.get_command(api.cli.main.app)
+    assert hasattr(group, "commands"), "api.cli.main.app must be a Typer app with subcommands"
     return group
 
 
@@ -454,6 +454,7 @@ def test_what_the_images_copy_builds_a_wheel_with_the_cli_and_the_migrations(tmp
     wheel = zipfile.ZipFile(next((tmp_path / "dist").glob("*.whl")))
     names = set(wheel.namelist())
     migrations = {f"migrations/versions/{p.name}" for p in (ROOT / "migrations" / "versions").glob("*.py")}
-    assert migrations and migrations | {"migrations/env.py", "migrations/script.py.mako", "api/main.py"} <= names
+    assert migrations and migrations | {"migrations/env.py", "migrations/script.py.mako", "api/main.py",
+                                        "api/cli/main.py", "api/cli/__main__.py"} <= names
     entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
-    assert re.search(r"^veernet = api\.cli:main$", wheel.read(entry_points).decode(), re.MULTILINE)
+    assert re.search(r"^veernet = api\.cli\.main:main$", wheel.read(entry_points).decode(), re.MULTILINE)

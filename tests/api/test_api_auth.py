@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 
 from api import auth, jobs
 from api.auth import is_loopback
-from api.cli import app as cli_app
+from api.cli.main import app as cli_app
 from api.db import make_engine, migrate, session_scope
 from api.main import app
 from api.models import ApiKey, Job

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from api.cli_views import describe
-from api.client import ApiError, VeerNetClient
+from api.cli.client import ApiError, VeerNetClient
+from api.cli.views import describe
 from api.settings import get_settings, redact_url
 
 DEMO_CONFIG: dict[str, Any] = {

@@ -14,14 +14,14 @@ from typing import Annotated
 
 import typer
 
-from api.cli_client import register as register_client_commands
-from api.processes import parse_gpus, supervise, worker_processes
+from api.cli.client_commands import register as register_client_commands
+from api.cli.processes import parse_gpus, supervise, worker_processes
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 keys = typer.Typer(no_args_is_help=True, help="Create, revoke and list API keys (needed once VEERNET_ADMIN_KEY "
                    "is set). Only a hash of each key is stored.")
 app.add_typer(keys, name="keys")
-register_client_commands(app)  # submit, list, status, watch, ... (api/cli_client.py)
+register_client_commands(app)  # submit, list, status, watch, ... (api/cli/client_commands.py)
 log = logging.getLogger("api.cli")
 
 
@@ -93,7 +93,7 @@ def worker(gpus: Annotated[str, typer.Option(help="GPU indices, one worker proce
 @app.command()
 def reaper(loglevel: str = "INFO") -> None:
     """Celery beat plus a worker on the reaper queue: requeue expired leases, re-send lost messages."""
-    from api.processes import Managed, celery_worker_argv
+    from api.cli.processes import Managed, celery_worker_argv
 
     _logging(loglevel)
     import os
@@ -107,7 +107,7 @@ def up(host: str = "127.0.0.1", port: int = 8000,
        gpus: Annotated[str, typer.Option(help="GPU indices for training workers; none = one CPU worker")] = "",
        loglevel: str = "INFO") -> None:
     """Migrate, then run the API, the workers and the reaper until Ctrl-C."""
-    from api.stack import run_stack
+    from api.cli.stack import run_stack
 
     _logging(loglevel)
     _checked_bind(host)  # the API process logs the notice itself
@@ -118,7 +118,7 @@ def up(host: str = "127.0.0.1", port: int = 8000,
 def demo(port: int = 8000,
          keep: Annotated[bool, typer.Option(help="leave the service running afterwards")] = False) -> None:
     """Start the service, train a small synthetic job over HTTP, download and verify its checkpoint."""
-    from api.demo import run_demo
+    from api.cli.demo import run_demo
 
     _logging("WARNING")
     raise typer.Exit(run_demo(port, keep))
@@ -218,7 +218,3 @@ def main() -> None:
         typer.echo(f"error: {message} (see `{context.command_path if context else 'veernet'} --help`)", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
     sys.exit(code if isinstance(code, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from api.processes import Managed, celery_worker_argv, supervise, worker_processes
+from api.cli.processes import Managed, celery_worker_argv, supervise, worker_processes
 from api.settings import get_settings, redact_url
 
 log = logging.getLogger(__name__)

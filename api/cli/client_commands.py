@@ -1,6 +1,6 @@
 """`veernet submit | list | status | watch | cancel | checkpoints | download | segment`: drive a running service.
 
-Each command talks to the HTTP API through api.client: the URL from --url or VEERNET_URL, the key
+Each command talks to the HTTP API through api.cli.client: the URL from --url or VEERNET_URL, the key
 from --key or VEERNET_API_KEY. Any failure prints one line, ``error: ...``, on stderr and exits 1.
 """
 
@@ -14,8 +14,8 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from api import cli_views as views
-from api.client import DEFAULT_URL, ApiError, VeerNetClient
+from api.cli import views
+from api.cli.client import DEFAULT_URL, ApiError, VeerNetClient
 
 EXIT_ERROR, EXIT_JOB_FAILED, EXIT_JOB_CANCELLED = 1, 3, 4
 JOB_EXIT = {"succeeded": 0, "failed": EXIT_JOB_FAILED, "cancelled": EXIT_JOB_CANCELLED}
