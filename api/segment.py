@@ -1,7 +1,7 @@
 """Segment jobs, FastAPI-free: check an uploaded scan and its options, pick the model, queue the job.
 
 The scan is checked here (format, size, pixels) so that a bad upload is a 4xx at once, never a
-failed job later; calibration is checked by veernet_core.digitise's own validator. Storage keys
+failed job later; calibration is checked by veernet_core.digitise.calibration's own validator. Storage keys
 are built from the job id only: nothing a user sends becomes part of a key.
 """
 
@@ -22,8 +22,8 @@ from api.checkpoints import get_checkpoint
 from api.errors import CheckpointNotFound, JobNotFound, ServiceError
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
-from veernet_core.calibration import Calibration, CalibrationError
-from veernet_core.rescale import check_scan_scale
+from veernet_core.digitise.calibration import Calibration, CalibrationError
+from veernet_core.digitise.rescale import check_scan_scale
 
 MIN_SIDE = 32
 RESULT_FILES = {"result": "result.json", "csv": "result.csv", "las": "result.las", "mask": "mask.png",

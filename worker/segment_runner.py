@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 def _model(spec: dict[str, Any], store: Any) -> tuple[Any, str]:
     """The model a job asked for, from this process's cache when possible; (model, sha256)."""
-    from veernet_core.predict import bundled_model_path, load_model, read_checkpoint
+    from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint
 
     if spec["source"] == "bundled":
         data, sha256 = read_checkpoint(bundled_model_path())
@@ -51,10 +51,10 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
     """The whole inference: the result files by name. `timings`, if given, gets seconds per stage."""
     import json
 
-    from veernet_core.digitise import Calibration
-    from veernet_core.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
-    from veernet_core.predict import load_image, predict_probabilities
-    from veernet_core.rescale import plan, resample_image, scan_curves
+    from veernet_core.digitise.curves import Calibration
+    from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+    from veernet_core.digitise.predict import load_image, predict_probabilities
+    from veernet_core.digitise.rescale import plan, resample_image, scan_curves
 
     clock = _Stopwatch(timings)
     image = clock("decode", load_image, scan, settings.max_image_pixels, config["rotate_portrait"])

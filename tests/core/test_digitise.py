@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from veernet_core import tracer as tracer_module
-from veernet_core.digitise import (
+from veernet_core.digitise import tracer as tracer_module
+from veernet_core.digitise.curves import (
     Calibration,
     CalibrationError,
     CurveScale,
@@ -318,7 +318,7 @@ def test_round_trip_through_the_bundled_model_recovers_known_curves() -> None:
     """Scan bytes -> bundled model -> curves, against the generator's truth on a held-out log."""
     from PIL import Image
 
-    from veernet_core.predict import bundled_model_path, load_image, load_model, predict_probabilities
+    from veernet_core.digitise.predict import bundled_model_path, load_image, load_model, predict_probabilities
 
     model, _ = load_model(bundled_model_path())
     log = next(g for g in (generate(424242, i, 0.1, classes=2) for i in range(60))

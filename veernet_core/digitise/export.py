@@ -18,7 +18,7 @@ import lasio
 import numpy as np
 from PIL import Image, ImageDraw
 
-from veernet_core.digitise import Digitised, DigitisedCurve
+from veernet_core.digitise.curves import Digitised, DigitisedCurve
 
 LAS_NULL = -999.25  # the LAS convention for "no value"
 # LAS 2.0 checkers accept only these depth units for the index; common spellings map onto them.
@@ -67,7 +67,7 @@ def _json_float(x: float, digits: int = 6) -> float | None:
 
 def to_json(d: Digitised, meta: ExportMeta | None = None, inference: dict[str, Any] | None = None) -> dict[str, object]:
     """Depth samples and, per curve, a value, a confidence and a wrap flag per sample; null where no curve.
-    `inference` (veernet_core.rescale.Resampling.to_dict) says at what scale the model read the scan."""
+    `inference` (veernet_core.digitise.rescale.Resampling.to_dict) says at what scale the model read the scan."""
     names = unique_mnemonics(d.curves)
     curves = []
     for name, curve in zip(names, d.curves, strict=True):
