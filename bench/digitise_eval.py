@@ -38,7 +38,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from veernet_core.checkpoint import deserialize  # noqa: E402
-from veernet_core.digitise.curves import Calibration, Digitised, digitise  # noqa: E402
+from veernet_core.digitise.calibration import Calibration  # noqa: E402
+from veernet_core.digitise.curves import Digitised, digitise  # noqa: E402
 from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
 from veernet_core.digitise.rescale import digitise_scan  # noqa: E402
 from veernet_core.synth import SynthLog, generate  # noqa: E402

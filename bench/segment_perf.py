@@ -186,7 +186,7 @@ def stage_times(scan: bytes, log: SynthLog) -> dict[str, float]:
 
 def worker_config(log: SynthLog) -> dict[str, Any]:
     """The job config POST /segment stores for this scan with the bundled model."""
-    from veernet_core.digitise.curves import Calibration
+    from veernet_core.digitise.calibration import Calibration
 
     calibration = Calibration.from_dict(log.calibration(), *log.image.shape).to_dict()
     return {"model": {"source": "bundled", "model_id": "bundled/veernet-small"}, "calibration": calibration,

@@ -85,7 +85,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_digitise(args: argparse.Namespace) -> int:
-    from veernet_core.digitise.curves import Calibration
+    from veernet_core.digitise.calibration import Calibration
     from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
     from veernet_core.digitise.predict import bundled_model_path, load_image, load_model, read_checkpoint
     from veernet_core.digitise.rescale import digitise_scan

@@ -51,7 +51,7 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
     """The whole inference: the result files by name. `timings`, if given, gets seconds per stage."""
     import json
 
-    from veernet_core.digitise.curves import Calibration
+    from veernet_core.digitise.calibration import Calibration
     from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
     from veernet_core.digitise.predict import load_image, predict_probabilities
     from veernet_core.digitise.rescale import plan, resample_image, scan_curves

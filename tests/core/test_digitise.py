@@ -9,16 +9,9 @@ import numpy as np
 import pytest
 
 from veernet_core.digitise import tracer as tracer_module
-from veernet_core.digitise.curves import (
-    Calibration,
-    CalibrationError,
-    CurveScale,
-    DepthScale,
-    TraceOptions,
-    depth_grid,
-    digitise,
-    trace_curves,
-)
+from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
+from veernet_core.digitise.curves import depth_grid, digitise
+from veernet_core.digitise.tracer import TraceOptions, trace_curves
 from veernet_core.synth import SynthLog, generate
 
 HEIGHT, WIDTH, TOP, BOTTOM = 64, 400, 4.0, 59.0

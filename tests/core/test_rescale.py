@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from veernet_core.digitise.calibration import Calibration, CurveScale, DepthScale
-from veernet_core.digitise.curves import ColumnTrace
 from veernet_core.digitise.predict import bundled_model_path, load_model
 from veernet_core.digitise.rescale import (
     NOMINAL_HEIGHT,
@@ -19,6 +18,7 @@ from veernet_core.digitise.rescale import (
     resample_image,
     scaled_calibration,
 )
+from veernet_core.digitise.tracer import ColumnTrace
 from veernet_core.synth import SynthLog, generate
 
 HELD_OUT_SEED = 515_151  # the bundled model trained on data seed 0

@@ -27,10 +27,6 @@ from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 DEFAULT_TRACE = TraceOptions()  # frozen, so one shared default is safe
 
-__all__ = ["Calibration", "CalibrationError", "ColumnTrace", "CurveScale", "DepthScale", "Digitised",
-           "DigitisedCurve", "TraceOptions", "calibrate", "channel_plan", "depth_grid", "digitise", "trace_channels",
-           "trace_curves"]
-
 
 @dataclass
 class DigitisedCurve:
