@@ -23,11 +23,10 @@ from api.errors import CheckpointNotFound, JobNotFound, ServiceError
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
 from veernet_core.digitise.calibration import Calibration, CalibrationError
+from veernet_core.digitise.export import RESULT_FILES
 from veernet_core.digitise.rescale import check_scan_scale
 
 MIN_SIDE = 32
-RESULT_FILES = {"result": "result.json", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
-                "overlay": "overlay.png"}
 
 
 class SegmentInputError(ServiceError):
@@ -43,7 +42,13 @@ def input_key(job_id: int) -> str:
 
 
 def result_key(job_id: int, name: str) -> str:
-    return f"segments/{int(job_id)}/{RESULT_FILES[name]}"
+    return f"segments/{int(job_id)}/{RESULT_FILES[name].file_name}"
+
+
+def result_paths(job_id: int) -> dict[str, str]:
+    """Where GET serves each result file: the JSON at /jobs/{id}/result, the others under their file names."""
+    return {name: f"/jobs/{int(job_id)}/" + ("result" if name == "result" else file.file_name)
+            for name, file in RESULT_FILES.items()}
 
 
 @dataclass(frozen=True)

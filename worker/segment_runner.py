@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from api import jobs
 from api.logs import job_context
-from api.segment import input_key, result_key
+from api.segment import input_key, result_key, result_paths
 from api.settings import Settings, get_settings
 from api.storage import get_store
 from worker.runner import fenced, job_failed, start_job
@@ -122,12 +122,6 @@ def _run_segment_job(job_id: int) -> str:
         return job_failed(job_id, attempt, "segment", settings, f"{exc.__class__.__name__}: {exc}")
     finally:
         heartbeat.stop()
-    summary = {"files": {name: f"/jobs/{job_id}/{path}" for name, path in _paths().items()},
-               "model_id": job.config["model"]["model_id"]}
+    summary = {"files": result_paths(job_id), "model_id": job.config["model"]["model_id"]}
     done = fenced(job_id, settings, lambda s: jobs.finish(s, job_id, attempt, "succeeded", result=summary), "finish")
     return "succeeded" if done else "lease lost"
-
-
-def _paths() -> dict[str, str]:
-    return {"result": "result", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
-            "overlay": "overlay.png"}

@@ -27,6 +27,7 @@ from api.queue import send_job
 from api.schemas import ErrorBody, JobDetail
 from api.storage import open_blob
 from veernet_core.checkpoint import LocalStore, S3Store
+from veernet_core.digitise.export import RESULT_FILES
 
 router = APIRouter(tags=["segment"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -38,8 +39,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorBody, "description": "Not an image, options that make no sense, or (wait=true) the "
           "job failed"},
 }
-MEDIA = {"result": "application/json", "csv": "text/csv", "las": "text/plain", "mask": "image/png",
-         "overlay": "image/png"}
 
 
 @router.post("/segment", status_code=status.HTTP_202_ACCEPTED, response_model=JobDetail, responses=ERRORS)
@@ -109,7 +108,8 @@ def _result_file(job_id: int, name: str, session: Session, store: LocalStore | S
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
     except StoreError as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from exc
-    return StreamingResponse(blob.chunks, media_type=MEDIA[name], headers={"Content-Length": str(blob.size)})
+    return StreamingResponse(blob.chunks, media_type=RESULT_FILES[name].media_type,
+                             headers={"Content-Length": str(blob.size)})
 
 
 FILE_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "description": "No such segment job"},

@@ -2,6 +2,7 @@
 
 Every writer takes a `Digitised` (regular depth samples, NaN = no curve) and returns plain data, text
 or PNG bytes; nothing touches the file system, so the service can stream them and tests can read them.
+`RESULT_FILES` names the files and their media types, for the service and the command line alike.
 """
 
 from __future__ import annotations
@@ -36,6 +37,24 @@ BORDER_GRAY = 120  # palette index of the dotted track borders: the gray (120, 1
 _OVERLAY_PALETTE = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, axis=1)
 _OVERLAY_PALETTE[: len(PALETTE)] = PALETTE
 assert int(_FADE.min()) >= len(PALETTE), "the curve colours' palette indices must not be faded grays"
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """One file of a digitisation's results: its name (in a job's storage and an output directory) and media type."""
+
+    file_name: str
+    media_type: str
+
+
+# A digitisation's files by name: the service stores and serves them, `python -m veernet_core digitise` writes them.
+RESULT_FILES: dict[str, ResultFile] = {
+    "result": ResultFile("result.json", "application/json"),
+    "csv": ResultFile("result.csv", "text/csv"),
+    "las": ResultFile("result.las", "text/plain"),
+    "mask": ResultFile("mask.png", "image/png"),
+    "overlay": ResultFile("overlay.png", "image/png"),
+}
 
 
 @dataclass(frozen=True)
