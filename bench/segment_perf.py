@@ -6,7 +6,7 @@ Two full-scale synthetic scans (scale 1.0), found by size without rendering (`sy
 exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall. Every request states the
 scans at the bundled model's own scale (`scan_scale` 0.1), so the model reads every pixel of them, as a
 model trained at full resolution does; told nothing, the service would bring them to the bundled model's
-scale first (veernet_core.rescale) and the forward below would not be the work it does. For each:
+scale first (veernet_core.digitise.rescale) and the forward below would not be the work it does. For each:
 
   forward     the bundled model's bare forward over the scan's pixels, best of `repeats` after a warm-up,
               in this process: whole (one call on the whole image, 32-px aligned) and tiled (the model calls
@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.conftest import free_port  # noqa: E402
 from veernet_core.data import align  # noqa: E402
-from veernet_core.predict import (  # noqa: E402
+from veernet_core.digitise.predict import (  # noqa: E402
     DEFAULT_OVERLAP,
     DEFAULT_TILE_WIDTH,
     _window_input,
@@ -186,7 +186,7 @@ def stage_times(scan: bytes, log: SynthLog) -> dict[str, float]:
 
 def worker_config(log: SynthLog) -> dict[str, Any]:
     """The job config POST /segment stores for this scan with the bundled model."""
-    from veernet_core.digitise import Calibration
+    from veernet_core.digitise.calibration import Calibration
 
     calibration = Calibration.from_dict(log.calibration(), *log.image.shape).to_dict()
     return {"model": {"source": "bundled", "model_id": "bundled/veernet-small"}, "calibration": calibration,

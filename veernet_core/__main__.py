@@ -10,7 +10,7 @@ from typing import Any
 
 from veernet_core.checkpoint import LocalStore
 from veernet_core.config import ConfigError, TrainConfig
-from veernet_core.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH
+from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH
 from veernet_core.progress import Progress, TrainCallbacks
 
 
@@ -85,10 +85,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_digitise(args: argparse.Namespace) -> int:
-    from veernet_core.digitise import Calibration
-    from veernet_core.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
-    from veernet_core.predict import bundled_model_path, load_image, load_model, read_checkpoint
-    from veernet_core.rescale import digitise_scan
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+    from veernet_core.digitise.predict import bundled_model_path, load_image, load_model, read_checkpoint
+    from veernet_core.digitise.rescale import digitise_scan
 
     image = load_image(Path(args.scan).read_bytes(), max_pixels=args.max_pixels, rotate_portrait=args.rotate_portrait)
     calibration = Calibration.from_dict(json.loads(Path(args.calibration).read_text()), *image.shape)
@@ -137,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("scan", help="PNG, TIFF or JPEG scan; depth along the width")
     d.add_argument("--calibration", required=True,
                    help="JSON: depth {top, bottom, unit} or {ticks, unit}; curves [{mnemonic, unit, left, right, "
-                        "log, wrap}]; track_top, track_bottom, step (see veernet_core/digitise.py)")
+                        "log, wrap}]; track_top, track_bottom, step (see veernet_core/digitise/calibration.py)")
     d.add_argument("--out", required=True, help="directory for result.json/.csv/.las, mask.png, overlay.png")
     d.add_argument("--checkpoint", help="checkpoint file (default: the bundled model)")
     d.add_argument("--rotate-portrait", action="store_true", help="turn a portrait scan so depth runs along the width")

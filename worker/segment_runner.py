@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from api import jobs
 from api.logs import job_context
-from api.segment import input_key, result_key
+from api.segment import input_key, result_key, result_paths
 from api.settings import Settings, get_settings
 from api.storage import get_store
 from worker.attempt import fenced, job_failed, start_job
@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 def _model(spec: dict[str, Any], store: Any) -> tuple[Any, str]:
     """The model a job asked for, from this process's cache when possible; (model, sha256)."""
-    from veernet_core.predict import bundled_model_path, load_model, read_checkpoint
+    from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint
 
     if spec["source"] == "bundled":
         data, sha256 = read_checkpoint(bundled_model_path())
@@ -51,10 +51,10 @@ def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Set
     """The whole inference: the result files by name. `timings`, if given, gets seconds per stage."""
     import json
 
-    from veernet_core.digitise import Calibration
-    from veernet_core.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
-    from veernet_core.predict import load_image, predict_probabilities
-    from veernet_core.rescale import plan, resample_image, scan_curves
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+    from veernet_core.digitise.predict import load_image, predict_probabilities
+    from veernet_core.digitise.rescale import plan, resample_image, scan_curves
 
     clock = _Stopwatch(timings)
     image = clock("decode", load_image, scan, settings.max_image_pixels, config["rotate_portrait"])
@@ -122,12 +122,6 @@ def _run_segment_job(job_id: int) -> str:
         return job_failed(job_id, attempt, "segment", settings, f"{exc.__class__.__name__}: {exc}")
     finally:
         heartbeat.stop()
-    summary = {"files": {name: f"/jobs/{job_id}/{path}" for name, path in _paths().items()},
-               "model_id": job.config["model"]["model_id"]}
+    summary = {"files": result_paths(job_id), "model_id": job.config["model"]["model_id"]}
     done = fenced(job_id, settings, lambda s: jobs.finish(s, job_id, attempt, "succeeded", result=summary), "finish")
     return "succeeded" if done else "lease lost"
-
-
-def _paths() -> dict[str, str]:
-    return {"result": "result", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
-            "overlay": "overlay.png"}

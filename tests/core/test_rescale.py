@@ -1,4 +1,4 @@
-"""A scan is read at the pixel scale its model was trained at (veernet_core.rescale)."""
+"""A scan is read at the pixel scale its model was trained at (veernet_core.digitise.rescale)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from veernet_core.calibration import Calibration, CurveScale, DepthScale
-from veernet_core.digitise import ColumnTrace
-from veernet_core.predict import bundled_model_path, load_model
-from veernet_core.rescale import (
+from veernet_core.digitise.calibration import Calibration, CurveScale, DepthScale
+from veernet_core.digitise.predict import bundled_model_path, load_model
+from veernet_core.digitise.rescale import (
     NOMINAL_HEIGHT,
     check_scan_scale,
     digitise_scan,
@@ -19,6 +18,7 @@ from veernet_core.rescale import (
     resample_image,
     scaled_calibration,
 )
+from veernet_core.digitise.tracer import ColumnTrace
 from veernet_core.synth import SynthLog, generate
 
 HELD_OUT_SEED = 515_151  # the bundled model trained on data seed 0

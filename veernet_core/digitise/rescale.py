@@ -25,11 +25,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from veernet_core.calibration import Calibration, DepthScale
 from veernet_core.data import MIN_SIDE
-from veernet_core.digitise import ColumnTrace, Digitised, TraceOptions, calibrate, digitise, trace_channels
+from veernet_core.digitise.calibration import Calibration, DepthScale
+from veernet_core.digitise.curves import Digitised, calibrate, digitise, trace_channels
+from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH, predict_probabilities
+from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
 from veernet_core.model import VeerNet
-from veernet_core.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH, predict_probabilities
 
 NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
 # Within this factor either way a model reads a scan as it is: the synthetic logs a model trains on
