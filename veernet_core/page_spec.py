@@ -1,0 +1,95 @@
+"""What a full-page synthetic log is: its header, sections, tracks, curves and scan, in the upright page's
+pixels (see `veernet_core.page_synth`). Plain data; `page_draw` draws it and `page_synth` samples it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from veernet_core.digitise.layout.scales import DepthScale, scale_named
+
+
+@dataclass(frozen=True)
+class CurveSpec:
+    mnemonic: str
+    unit: str
+    left: float  # value at the track's left border
+    right: float
+    log: bool
+    style: str  # "solid", "dashed" or "dotted": the line in the header's sample and on the grid
+
+
+@dataclass(frozen=True)
+class TrackSpec:
+    left: float  # column of the left border's centre
+    right: float
+    grid: str  # "linear" or "log"
+    divisions: int  # linear: number of divisions; log: decades
+    curves: tuple[CurveSpec, ...]
+
+    def division_fractions(self) -> list[float]:
+        """Where the value grid's lines fall across the track, 0 and 1 (the borders) excluded."""
+        if self.grid == "linear":
+            return [k / self.divisions for k in range(1, self.divisions)]
+        k = self.divisions
+        inner = [(d + math.log10(m)) / k for d in range(k) for m in range(1, 10)]
+        return [f for f in inner if 0 < f < 1]
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    scale_name: str
+    header_top: int  # first row of the track-header strip
+    top: float  # row of the grid's top frame line
+    bottom: float  # row of its bottom frame line
+    depth_top: float  # depth at row `top`
+    rows_per_unit: float
+    depth_column: tuple[float, float]  # border centres either side of it
+    tracks: tuple[TrackSpec, ...]
+
+    @property
+    def scale(self) -> DepthScale:
+        return scale_named(self.scale_name)
+
+    def depth_at(self, row: np.ndarray | float) -> np.ndarray:
+        return self.depth_top + (np.asarray(row, dtype=np.float64) - self.top) / self.rows_per_unit
+
+    def row_of(self, depth: np.ndarray | float) -> np.ndarray:
+        return self.top + (np.asarray(depth, dtype=np.float64) - self.depth_top) * self.rows_per_unit
+
+    @property
+    def depth_bottom(self) -> float:
+        return float(self.depth_at(self.bottom))
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    bitonal: bool  # 1-bit, as most archive scanners store line art
+    skew_deg: float  # counter-clockwise, about the page centre
+    turn: int  # 0, 90, 180 or 270: counter-clockwise, after the skew
+    blur: float  # Gaussian radius in pixels, before thresholding
+    noise: float  # sensor noise, gray levels
+    threshold: float  # a 1-bit scan's ink: darker than this share of the way from ink to paper
+    dirt: float  # specks and smudges per square inch
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    seed: int
+    index: int
+    dpi: int
+    width: int
+    height: int
+    header: tuple[int, int]  # rows of the header block's frame, top and bottom
+    header_lines: tuple[str, ...]
+    well: str
+    font: str  # a DejaVu face's file name, or "pillow" (Pillow's built-in font)
+    sections: tuple[SectionSpec, ...]
+    scan: ScanSpec
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
