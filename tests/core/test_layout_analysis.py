@@ -1,0 +1,159 @@
+"""Page layout analysis on generated pages: what it proposes against the generator's truth, and what it does
+with pages it cannot read."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+
+from veernet_core.digitise.layout.analyse import analyse_image
+from veernet_core.digitise.layout.depth import Grid, Label, fit_depth
+from veernet_core.digitise.layout.lines import fit_lattice
+from veernet_core.digitise.layout.ocr import find_tesseract
+from veernet_core.digitise.layout.proposal import to_proposal
+from veernet_core.page_spec import PageSpec
+from veernet_core.page_synth import PageOptions, generate_page
+
+needs_tesseract = pytest.mark.skipif(find_tesseract() is None, reason="Tesseract is not installed "
+                                     "(apt-get install tesseract-ocr tesseract-ocr-eng; make test does)")
+SEED = 11
+# Small pages, every scan variant: turned each way, gray and 1-bit, one and two sections, feet and metres.
+PAGES = [PageOptions(dpi=dpi, turn=turn, bitonal=bitonal, sections=sections, unit=unit,
+                     first_section_in=(5.0, 6.0), second_section_in=(2.5, 3.0))
+         for dpi, turn, bitonal, sections, unit in [(150, 0, True, 2, "ft"), (200, 90, False, 1, "m"),
+                                                     (300, 180, True, 2, "m"), (250, 270, False, 2, "ft")]]
+
+
+@cache
+def _analysed(k: int) -> tuple[PageSpec, dict[str, Any]]:
+    page = generate_page(SEED, k, PAGES[k])
+    return page.spec, to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+
+
+@pytest.mark.parametrize("k", range(len(PAGES)))
+def test_orientation_sections_and_tracks_match_the_truth(k: int) -> None:
+    spec, proposal = _analysed(k)
+    assert proposal["orientation"]["turn"]["value"] == spec.scan.turn
+    assert proposal["orientation"]["skew_deg"]["value"] == pytest.approx(spec.scan.skew_deg, abs=0.02)
+    assert len(proposal["sections"]) == len(spec.sections)
+    for found, truth in zip(proposal["sections"], spec.sections, strict=True):
+        rows = found["rows"]["value"]
+        assert abs(rows["top"] - truth.top) <= 2 and abs(rows["bottom"] - truth.bottom) <= 2
+        assert len(found["tracks"]) == len(truth.tracks)
+        for track, true_track in zip(found["tracks"], truth.tracks, strict=True):
+            extent = track["extent"]["value"]
+            assert abs(extent["left"] - true_track.left) <= 2 and abs(extent["right"] - true_track.right) <= 2
+            assert track["grid"]["value"] == {"scale": true_track.grid, "divisions": true_track.divisions}
+        column = found["depth_column"]["value"]
+        assert abs(column["left"] - truth.depth_column[0]) <= 2 and abs(column["right"] - truth.depth_column[1]) <= 2
+    header = proposal["header"]["value"]
+    assert abs(header["top"] - spec.header[0]) <= 6 and abs(header["bottom"] - spec.header[1]) <= 6
+
+
+@needs_tesseract
+def test_most_sections_get_a_depth_fit_and_the_others_say_what_to_supply() -> None:
+    fitted = total = 0
+    for k in range(len(PAGES)):
+        _, proposal = _analysed(k)
+        for number, section in enumerate(proposal["sections"], 1):
+            total += 1
+            if section["depth"]["ticks"]["value"] is not None:
+                fitted += 1
+            else:
+                assert any(m.startswith(f"section {number}:") and "depth ticks" in m for m in proposal["messages"])
+    assert fitted >= total - 1, f"{fitted} of {total} sections fitted"
+
+
+@needs_tesseract
+@pytest.mark.parametrize("k", range(len(PAGES)))
+def test_the_depth_fit_and_scale_match_the_truth(k: int) -> None:
+    spec, proposal = _analysed(k)
+    for found, truth in zip(proposal["sections"], spec.sections, strict=True):
+        depth = found["depth"]
+        assert found["scale"]["value"] == truth.scale_name
+        assert depth["unit"]["value"] == truth.scale.unit
+        if depth["ticks"]["value"] is None:  # too few numbers read: left empty (counted in the test above)
+            continue
+        (row_a, depth_a), (row_b, depth_b) = depth["ticks"]["value"]
+        rows = np.linspace(truth.top, truth.bottom, 50)
+        fitted = depth_a + (rows - row_a) * (depth_b - depth_a) / (row_b - row_a)
+        worst_rows = np.abs(fitted - truth.depth_at(rows)).max() * truth.rows_per_unit
+        assert worst_rows <= 1.0, f"depth off by {worst_rows:.2f} px at worst"
+        assert depth["rows_per_unit"]["value"] == pytest.approx(truth.rows_per_unit, rel=2e-3)
+        assert depth["residual"] < truth.scale.minor
+
+
+@needs_tesseract
+def test_curve_names_are_read_or_left_empty_never_invented() -> None:
+    read = 0
+    for k in range(len(PAGES)):
+        spec, proposal = _analysed(k)
+        for found, truth in zip(proposal["sections"], spec.sections, strict=True):
+            for track, true_track in zip(found["tracks"], truth.tracks, strict=True):
+                names = {c.mnemonic for c in true_track.curves}
+                for curve in track["curves"]:
+                    if curve["mnemonic"]["value"] is not None:
+                        read += 1
+                        assert curve["mnemonic"]["value"] in names or curve["mnemonic"]["confidence"] < 0.9
+    assert read >= 10
+
+
+def _grid(lines: int = 60, spacing: float = 15.0, origin: float = 100.0) -> Grid:
+    centres = origin + spacing * np.arange(lines)
+    return Grid(fit_lattice(centres, spacing), np.ones(lines), lines)
+
+
+def test_a_misread_depth_number_is_outvoted() -> None:
+    grid = _grid()
+    labels = [Label(100.0 + 150 * k, str(v), float(v), 0.9) for k, v in enumerate([1000, 1100, 1200, 1800, 1400])]
+    fit = fit_depth(grid, labels, None)
+    assert fit is not None
+    assert (fit.first, fit.per_line, fit.votes) == (1000.0, 10.0, 4)
+    assert [label.inlier for label in fit.labels] == [True, True, True, False, True]
+    assert fit.residual == pytest.approx(0.0, abs=1e-9)
+
+
+def test_numbers_that_decrease_down_the_page_or_do_not_agree_give_no_fit() -> None:
+    grid = _grid()
+    falling = [Label(100.0 + 150 * k, "", float(v), 0.9) for k, v in enumerate([1400, 1300, 1200])]
+    assert fit_depth(grid, falling, None) is None
+    scattered = [Label(100.0 + 150 * k, "", float(v), 0.9) for k, v in enumerate([1000, 1730, 1210])]
+    assert fit_depth(grid, scattered, None) is None
+    assert fit_depth(grid, [Label(250.0, "1100", 1100.0, 0.9)], None) is None
+    one = fit_depth(grid, [Label(250.0, "1100", 1100.0, 0.9)], 10.0)
+    assert one is not None and one.first == 1000.0, "one number is enough given the depth per line"
+
+
+def test_a_page_without_a_grid_proposes_no_sections_and_says_what_to_supply() -> None:
+    rng = np.random.default_rng(0)
+    blank = np.full((2200, 1275), 235, np.uint8)
+    blank[rng.random(blank.shape) < 0.0005] = 20  # dust
+    blank[300:330, 200:1000] = 30  # a heading
+    proposal = to_proposal(analyse_image(blank, 150.0))
+    assert proposal["sections"] == []
+    assert any("no log grid found" in message for message in proposal["messages"])
+
+
+def test_unreadable_depth_numbers_leave_the_depth_empty_and_say_so() -> None:
+    page = generate_page(SEED, 0, PAGES[0])
+    spec = page.spec
+    image = page.image.copy()
+    left, right = spec.sections[0].depth_column  # turn 0: scan pixels are page pixels, give or take the skew
+    image[:, round(left) + 8:round(right) - 8] = 255
+    proposal = to_proposal(analyse_image(image, float(spec.dpi)))
+    depth = proposal["sections"][0]["depth"]
+    assert depth["ticks"]["value"] is None and depth["rows_per_unit"]["value"] is None
+    assert any("section 1" in m and "supply two depth ticks" in m for m in proposal["messages"])
+    assert proposal["sections"][0]["tracks"], "the rest of the layout is still proposed"
+
+
+def test_without_tesseract_the_geometry_is_still_proposed() -> None:
+    page = generate_page(SEED, 1, PAGES[1])
+    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi), tesseract="/nonexistent/tesseract"))
+    assert any("Tesseract is not installed" in m for m in proposal["messages"])
+    section = proposal["sections"][0]
+    assert section["tracks"] and section["depth"]["ticks"]["value"] is None
+    assert all(track["curves"] == [] for track in section["tracks"])

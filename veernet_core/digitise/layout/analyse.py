@@ -1,0 +1,203 @@
+"""Page layout analysis, end to end: a scan in, a proposed calibration out (`veernet_core.digitise.layout.
+proposal` writes it). The steps, each in its own module: turn and deskew (`page`), sections and header
+(`sections`), tracks and value grids (`tracks`), depth lattice, scale and depth fit (`depth`), text boxes
+(`labels`) read by Tesseract (`ocr`), curves in the track headers (`headers`).
+
+Tesseract runs twice per page at most, once for every depth number and once for every track header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from veernet_core.digitise.layout import headers, labels, ocr
+from veernet_core.digitise.layout.depth import (
+    DepthFit,
+    Grid,
+    Label,
+    Pattern,
+    ScaleGuess,
+    depth_grid,
+    fit_depth,
+    name_scale,
+    weight_pattern,
+)
+from veernet_core.digitise.layout.lines import Line
+from veernet_core.digitise.layout.page import (
+    Skew,
+    deskew,
+    ink_threshold,
+    measure_skew,
+    paper_level,
+    turn_clockwise,
+)
+from veernet_core.digitise.layout.sections import (
+    Ink,
+    SectionRows,
+    find_sections,
+    header_block,
+    ink_outside,
+    page_lines,
+    strip_top,
+)
+from veernet_core.digitise.layout.tracks import Columns, Interval, ValueGrid, section_columns, value_grid
+
+TRACK_CROSSING = 0.5  # a track is crossed by at least half its section's depth lines
+DEPTH_COLUMN_CROSSING = 0.3
+
+
+@dataclass
+class Upright:
+    page: Ink
+    turn: int  # degrees the scan was turned clockwise
+    ink_above: int  # ink above the first grid and below the last: the header end has more
+    ink_below: int
+    skew: Skew | None
+    sections: list[SectionRows]
+
+
+@dataclass
+class SectionFinding:
+    rows: SectionRows
+    columns: Columns
+    tracks: list[Interval]
+    depth_column: Interval | None
+    strip_top: int
+    grid: Grid | None
+    pattern: Pattern | None
+    value_grids: list[ValueGrid | None]
+    number_boxes: list[labels.TextBox] = field(default_factory=list)
+    header_boxes: list[labels.TextBox | None] = field(default_factory=list)
+    labels: list[Label] = field(default_factory=list)
+    curves: list[list[headers.CurveHeader]] = field(default_factory=list)
+    fit: DepthFit | None = None
+    scale: ScaleGuess | None = None
+
+
+@dataclass
+class Analysis:
+    image_size: tuple[int, int]  # (height, width) as scanned
+    dpi: float | None
+    upright: Upright
+    sections: list[SectionFinding]
+    header: tuple[int, int] | None
+    ocr_problem: str | None
+
+
+def analyse_image(image: np.ndarray, dpi: float | None, tesseract: str | None = None) -> Analysis:
+    """Analyse a uint8 grayscale scan (paper bright) of one page."""
+    upright = make_upright(image)
+    found, floor = [], 0
+    for rows in upright.sections:
+        finding = _section(upright.page, rows, floor)
+        found.append(finding)
+        floor = int(rows.bottom) + 1
+    problem = _read_text(upright.page, found, tesseract)
+    for finding in found:
+        _fit(finding, dpi, upright.page.ink.shape[1])
+    first_strip = found[0].strip_top if found else upright.page.ink.shape[0]
+    return Analysis(image.shape, dpi, upright, found, header_block(upright.page, first_strip), problem)
+
+
+def make_upright(image: np.ndarray) -> Upright:
+    """Portrait (a quarter turn if the scan is wider than tall), deskewed, then upside down if the grids'
+    far side holds more ink than their near side: the header block is at the top of a log."""
+    base = 0 if image.shape[0] >= image.shape[1] else 90
+    gray = turn_clockwise(image, base)
+    threshold = ink_threshold(gray)
+    paper = paper_level(gray, threshold)
+    skew = measure_skew(gray < threshold)
+    if skew is not None:
+        gray = deskew(gray, skew, paper)
+    page = Ink(gray, gray < threshold, paper, threshold)
+    lines = page_lines(page)
+    sections = find_sections(lines)
+    above, below = ink_outside(page, sections)
+    if below <= above:
+        return Upright(page, base, above, below, skew, sections)
+    gray = np.ascontiguousarray(gray[::-1, ::-1])
+    page = Ink(gray, gray < threshold, paper, threshold)
+    flipped = [_flip(line, gray.shape[0]) for line in reversed(lines)]
+    return Upright(page, (base + 180) % 360, below, above, skew, find_sections(flipped))
+
+
+def _flip(line: Line, height: int) -> Line:
+    return Line(height - 1 - line.centre, height - 1 - line.last, height - 1 - line.first, line.coverage,
+                line.weight)
+
+
+def _section(page: Ink, rows: SectionRows, floor: int) -> SectionFinding:
+    columns = section_columns(page, rows)
+    tracks = [i for i in columns.intervals if i.depth_lines >= TRACK_CROSSING]
+    open_intervals = [i for i in columns.intervals if i.depth_lines < DEPTH_COLUMN_CROSSING]
+    depth_column = min(open_intervals, key=lambda i: (i.depth_lines, -i.width)) if open_intervals else None
+    top = strip_top(page, rows.top, columns.borders, floor) if columns.intervals else int(rows.top)
+    grid = depth_grid(page, rows, tracks) if tracks else None
+    finding = SectionFinding(rows, columns, tracks, depth_column, top, grid,
+                             weight_pattern(grid) if grid else None, [value_grid(t) for t in tracks])
+    if depth_column is not None:
+        finding.number_boxes = labels.number_boxes(page, rows, depth_column)
+    finding.header_boxes = [labels.header_box(page, t, top, rows.top) if top < rows.top - 4 else None
+                            for t in tracks]
+    return finding
+
+
+def _read_text(page: Ink, found: list[SectionFinding], tesseract: str | None) -> str | None:
+    """Depth numbers and track headers of every section, in two Tesseract runs; the problem, if it failed."""
+    boxes = [box for finding in found for box in finding.number_boxes]
+    cut = labels.TextBox.crop
+    try:
+        words = ocr.read_crops([cut(box, page, 4) for box in boxes], [box.height for box in boxes],
+                               page.threshold, "0123456789", tesseract=tesseract)
+        _number_labels(found, words)
+        _track_curves(page, found, tesseract)
+    except ocr.OcrUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def _number_labels(found: list[SectionFinding], words: list[list[ocr.Word]]) -> None:
+    it = iter(words)
+    for finding in found:
+        for box in finding.number_boxes:
+            read = next(it)
+            text = "".join(word.text for word in sorted(read, key=lambda w: w.left))
+            confidence = min((word.confidence for word in read), default=0.0)
+            value = float(text) if text.isdigit() else None
+            finding.labels.append(Label(box.middle, text, value, confidence))
+
+
+def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None) -> None:
+    boxes = [box for finding in found for box in finding.header_boxes if box is not None]
+    crops = [labels.erase_rules(box.crop(page, 0), page.threshold) for box in boxes]
+    heights = [headers.text_height(crop, page.threshold) for crop in crops]
+    words = iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract))
+    for finding in found:
+        for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True):
+            curves = headers.curves_in(next(words), box) if box is not None else []
+            log = None if grid is None else grid.scale == "log"
+            decades = grid.divisions if grid is not None and log else None
+            finding.curves.append([_styled(page, box, curves, k, headers.check_ends(c, log, decades))
+                                   for k, c in enumerate(curves)] if box is not None else [])
+
+
+def _styled(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader], k: int,
+            curve: headers.CurveHeader) -> headers.CurveHeader:
+    """The curve with the style of the sample line drawn under its text."""
+    next_row = curves[k + 1].row if k + 1 < len(curves) else float(box.bottom)
+    return replace(curve, style=headers.line_style(page.ink, box, curve, next_row))
+
+
+def _fit(finding: SectionFinding, dpi: float | None, page_width: int) -> None:
+    """The depth fit, then the scale it implies. A confidently named scale (from the file's resolution)
+    lends its depth per line when the numbers alone cannot give it, and says which numbers can be printed."""
+    if finding.grid is None:
+        return
+    first = name_scale(finding.grid, finding.pattern, dpi, page_width, None)
+    sure = first is not None and first.dpi_source == "file" and first.off < 1.1
+    prior, every = (first.scale.minor, first.scale.label_every) if sure and first else (None, None)
+    finding.fit = fit_depth(finding.grid, finding.labels, prior, every)
+    per_line = finding.fit.per_line if finding.fit is not None else None
+    finding.scale = name_scale(finding.grid, finding.pattern, dpi, page_width, per_line)

@@ -1,0 +1,204 @@
+"""A section's depth: the grid's lattice of depth lines (rows per line, to a fraction of a pixel over
+hundreds of lines), the pattern of its heavier lines, the scale that pattern and the scan's resolution
+name, and the depth numbers read in the depth column, fitted robustly onto the lattice.
+
+The fit is depth = first + per_line * k at lattice line k. Every pair of readable numbers votes for
+`per_line` (it must be positive: depth increases down the page), every number then votes for `first`;
+a misread number votes alone and is outvoted. The residual is how far the numbers' own rows sit from
+the fit, in depth units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from veernet_core.digitise.layout.lines import Lattice, Line, find_lines, fit_lattice, typical_gap
+from veernet_core.digitise.layout.scales import SCALES, DepthScale
+from veernet_core.digitise.layout.sections import Ink, SectionRows
+from veernet_core.digitise.layout.tracks import Interval
+
+GRID_COVERAGE = 0.3
+
+
+@dataclass(frozen=True)
+class Grid:
+    lattice: Lattice
+    weights: np.ndarray  # per lattice index: the heaviest line's weight there, 0 where none was found
+    lines: int
+
+    def row(self, k: float) -> float:
+        return self.lattice.origin + self.lattice.spacing * k
+
+
+def depth_grid(page: Ink, rows: SectionRows, tracks: list[Interval]) -> Grid | None:
+    """The depth lines across the section's tracks as a lattice."""
+    y0 = max(0, math.floor(rows.top - rows.spacing / 2))
+    y1 = min(page.ink.shape[0], math.ceil(rows.bottom + rows.spacing / 2) + 1)
+    coverage, darkness, span = np.zeros(y1 - y0), np.zeros(y1 - y0), 0
+    for track in tracks:
+        x0, x1 = track.left.last + 2, track.right.first - 1
+        c, d = page.row_profiles(x0, x1, y0, y1, bridge=2)
+        coverage += c * (x1 - x0)
+        darkness += d * (x1 - x0)
+        span += x1 - x0
+    if span == 0:
+        return None
+    lines = find_lines(coverage / span, darkness / span, GRID_COVERAGE)
+    lines = [Line(line.centre + y0, line.first + y0, line.last + y0, line.coverage, line.weight) for line in lines]
+    return _lattice(lines)
+
+
+def _lattice(lines: list[Line]) -> Grid | None:
+    """Fit the lattice, drop lines off it by more than a fifth of a spacing (curves' flat stretches), fit again."""
+    centres = np.array([line.centre for line in lines])
+    if centres.size < 4:
+        return None
+    spacing = typical_gap(centres)
+    lattice = fit_lattice(centres, spacing)
+    on = np.abs(centres - (lattice.origin + lattice.spacing * lattice.index)) <= 0.2 * lattice.spacing
+    kept = [line for line, keep in zip(lines, on, strict=True) if keep]
+    if len(kept) < 4:
+        return None
+    lattice = fit_lattice(np.array([line.centre for line in kept]), lattice.spacing)
+    weights = np.zeros(int(lattice.index.max()) + 1)
+    for k, line in zip(lattice.index.tolist(), kept, strict=True):
+        weights[k] = max(weights[k], line.weight)
+    return Grid(lattice, weights, len(kept))
+
+
+@dataclass(frozen=True)
+class Pattern:
+    medium_every: int
+    major_every: int
+    phase: int  # lattice index of the first major line
+    score: float  # correlation of line weights with the pattern, -1..1
+
+
+def weight_pattern(grid: Grid) -> Pattern | None:
+    """Which lines are heavier: the (medium, major) spacing in lines and the phase of the major lines that
+    best match the weights, among the patterns of the standard scales."""
+    weights = grid.weights.copy()
+    weights[[0, -1]] = 0  # the frame lines, drawn as heavy as the track borders whatever their depth
+    present = weights > 0
+    if present.sum() < 6 or np.ptp(weights[present]) <= 0:
+        return None
+    families = sorted({(s.medium_every, s.major_every) for s in SCALES})
+    best: Pattern | None = None
+    k = np.arange(weights.size)
+    for medium, major in families:
+        for phase in range(min(major, weights.size)):
+            expected = np.where((k - phase) % major == 0, 2.0, np.where((k - phase) % medium == 0, 1.0, 0.0))
+            if np.ptp(expected[present]) == 0:
+                continue
+            score = float(np.corrcoef(weights[present], expected[present])[0, 1])
+            if best is None or score > best.score + 1e-9:
+                best = Pattern(medium, major, phase, score)
+    return best
+
+
+@dataclass(frozen=True)
+class ScaleGuess:
+    scale: DepthScale
+    off: float  # factor between the measured paper length per depth unit and the scale's, >= 1
+    dpi_source: str  # "file" or "page width"
+
+
+PATTERN_MISMATCH = 0.15  # in log units of scale: a grid pattern that disagrees counts as 16 % off in size
+
+
+def name_scale(grid: Grid, pattern: Pattern | None, dpi: float | None, page_width: int,
+               per_line: float | None) -> ScaleGuess | None:
+    """The standard scale whose paper length per grid line is closest to the grid's, at the file's
+    resolution (or one guessed from an 8.5 in wide page), a scale whose heavy-line pattern disagrees with
+    the grid's counting as further off. When the depth numbers gave the depth per line, only scales with
+    that minor interval compete."""
+    source = "file" if dpi else "page width"
+    dpi = dpi or page_width / 8.5
+    candidates = list(SCALES)
+    if per_line is not None:
+        candidates = [s for s in candidates if math.isclose(s.minor, per_line, rel_tol=1e-6)] or candidates
+
+    def off(scale: DepthScale) -> float:
+        return abs(math.log(grid.lattice.spacing / scale.minor / dpi / scale.inches_per_unit))
+
+    def cost(scale: DepthScale) -> float:
+        agrees = pattern is None or (scale.medium_every, scale.major_every) == (pattern.medium_every,
+                                                                              pattern.major_every)
+        return off(scale) + (0.0 if agrees else PATTERN_MISMATCH)
+    best = min(candidates, key=cost)
+    return ScaleGuess(best, math.exp(off(best)), source)
+
+
+@dataclass(frozen=True)
+class Label:
+    row: float  # centre of the number's box
+    text: str
+    value: float | None  # None when it is not a number
+    confidence: float  # Tesseract's
+    inlier: bool = False
+
+
+@dataclass(frozen=True)
+class DepthFit:
+    first: float  # depth at lattice line 0
+    per_line: float  # depth units between neighbouring lattice lines
+    labels: tuple[Label, ...]  # with `inlier` set
+    residual: float  # RMS of inlier numbers from the fit at their own rows, in depth units
+    votes: int  # numbers that agree with the fit
+
+    def depth_at(self, grid: Grid, row: float) -> float:
+        return self.first + self.per_line * (row - grid.lattice.origin) / grid.lattice.spacing
+
+
+def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
+              label_every: float | None = None) -> DepthFit | None:
+    """Robust fit of the numbers onto the lattice; None when fewer than two agree (or one, given the depth
+    per line from a confidently named scale). With `label_every` (the scale's), a number that is not a
+    multiple of it is a misreading and takes no part."""
+    read = [label for label in labels if label.value is not None and
+            (label_every is None or math.isclose(label.value / label_every, round(label.value / label_every)))]
+    index = {id(label): (label.row - grid.lattice.origin) / grid.lattice.spacing for label in labels}
+    usable = {id(label) for label in read}
+    per_line = _vote_per_line(read, index) or per_line_prior
+    if per_line is None or per_line <= 0:
+        return None
+    starts = Counter(round((label.value or 0) - per_line * round(index[id(label)]), 6) for label in read)
+    if not starts:
+        return None
+    first, votes = starts.most_common(1)[0]
+    if votes < (1 if per_line_prior is not None else 2):
+        return None
+    def agrees(label: Label) -> bool:
+        expected = first + per_line * round(index[id(label)])
+        return id(label) in usable and abs((label.value or 0) - expected) < per_line / 2
+
+    marked = tuple(replace(label, inlier=agrees(label)) for label in labels)
+    residuals = [(label.value or 0) - (first + per_line * index[id(label)]) for label in labels if agrees(label)]
+    return DepthFit(first, per_line, marked, float(np.sqrt(np.mean(np.square(residuals)))), votes)
+
+
+def _vote_per_line(read: list[Label], index: dict[int, float]) -> float | None:
+    """The depth per lattice line that more pairs of numbers agree on than on any other: positive (depth
+    increases down the page) and a round number (1, 2, 2.5 or 5 times a power of ten), as grids are
+    drawn. None when no such value wins outright."""
+    votes: Counter[float] = Counter()
+    for a in range(len(read)):
+        for b in range(a + 1, len(read)):
+            steps = round(index[id(read[b])]) - round(index[id(read[a])])
+            if steps != 0:
+                per_line = round(((read[b].value or 0) - (read[a].value or 0)) / steps, 6)
+                if per_line > 0 and _round_number(per_line):
+                    votes[per_line] += 1
+    ranked = votes.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[1][1] == ranked[0][1]):
+        return None
+    return ranked[0][0]
+
+
+def _round_number(value: float) -> bool:
+    mantissa = value / 10 ** math.floor(math.log10(value))
+    return any(math.isclose(mantissa, m, rel_tol=1e-6) for m in (1.0, 2.0, 2.5, 5.0, 10.0))

@@ -1,0 +1,140 @@
+"""Curves named in a track's header box: per line of text, the left scale end, the curve's name and unit,
+the right scale end, read by Tesseract, and the style of the line sample drawn under it.
+
+Only what is read is proposed: a line whose name cannot be read is no curve, a scale end that is not a
+number is left empty, each field with Tesseract's own confidence (lowered where the ends disagree with
+the track's value grid, such as a logarithmic track whose ends are not whole decades apart).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from veernet_core.digitise.layout.labels import TextBox
+from veernet_core.digitise.layout.ocr import Word
+
+NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)$")
+NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,11}$")
+UNIT = re.compile(r"^[A-Z0-9/.%-]{1,10}$")
+MIN_CONFIDENCE = 0.6
+
+
+@dataclass(frozen=True)
+class Reading:
+    value: str | float | None
+    confidence: float
+
+
+@dataclass(frozen=True)
+class CurveHeader:
+    mnemonic: Reading
+    unit: Reading
+    left: Reading
+    right: Reading
+    style: Reading
+    row: float  # middle of its line of text, in page rows
+    height: float  # of its words, in pixels
+
+
+def text_height(crop: np.ndarray, ink_below: int) -> float:
+    """Median height of the runs of inked rows that hold a fifth as much ink as the fullest (lines of text,
+    not specks of dirt): the height of a line of capitals."""
+    counts = (crop < ink_below).sum(axis=1)
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], (counts > 0).astype(np.int8), [0]))))
+    runs = [(a, b) for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True)]
+    ink = np.array([counts[a:b].sum() for a, b in runs])
+    heights = np.array([b - a for (a, b), total in zip(runs, ink, strict=True) if total >= 0.2 * ink.max()]) \
+        if runs else np.array([])
+    heights = heights[heights >= 4]
+    return float(np.median(heights)) if heights.size else max(8.0, crop.shape[0] / 4)
+
+
+def curves_in(words: list[Word], box: TextBox) -> list[CurveHeader]:
+    """One curve per line of text that holds a name. Words Tesseract doubts (below MIN_CONFIDENCE) and lone
+    marks (dirt read as punctuation) are left out: a field not read is left empty, never guessed."""
+    lines: dict[int, list[Word]] = {}
+    for word in words:
+        if word.confidence >= MIN_CONFIDENCE and any(ch.isalnum() for ch in word.text):
+            lines.setdefault(word.line, []).append(word)
+    curves = []
+    for line in sorted(lines.values(), key=lambda ws: min(w.top for w in ws)):
+        curve = _curve(sorted(line, key=lambda w: w.left), box)
+        if curve is not None:
+            curves.append(curve)
+    return curves
+
+
+def _curve(line: list[Word], box: TextBox) -> CurveHeader | None:
+    width = box.right - box.left + 1
+    left = line[0] if NUMBER.match(line[0].text) and _centre(line[0]) < 0.35 * width else None
+    right = line[-1] if NUMBER.match(line[-1].text) and _centre(line[-1]) > 0.65 * width and line[-1] is not left \
+        else None
+    names = [w for w in line if w is not left and w is not right]
+    mnemonic = next((w for w in names if NAME.match(w.text.split("(")[0])), None)
+    if mnemonic is None:
+        return None
+    name, _, glued = mnemonic.text.partition("(")  # "GR(API)": Tesseract may keep the unit on the name
+    unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
+    unit_text = (glued if glued else unit.text[1:] if unit else "").rstrip(")")
+    unit_reading = Reading(unit_text, (unit or mnemonic).confidence) if UNIT.match(unit_text) else Reading(None, 0.0)
+    row = box.top + float(np.mean([w.top + w.height / 2 for w in line]))
+    return CurveHeader(Reading(name, mnemonic.confidence), unit_reading, _number(left), _number(right),
+                       Reading(None, 0.0), row, float(np.median([w.height for w in line])))
+
+
+def _centre(word: Word) -> float:
+    return word.left + word.width / 2
+
+
+def _number(word: Word | None) -> Reading:
+    if word is None:
+        return Reading(None, 0.0)
+    try:
+        return Reading(float(word.text), word.confidence)
+    except ValueError:
+        return Reading(None, 0.0)
+
+
+def check_ends(curve: CurveHeader, log_grid: bool | None, decades: int | None) -> CurveHeader:
+    """Halve the ends' confidence where they cannot be the track's: equal ends, non-positive ends on a
+    logarithmic grid, or ends a different number of decades apart than the grid has."""
+    left, right = curve.left.value, curve.right.value
+    if not isinstance(left, float) or not isinstance(right, float):
+        return curve
+    fits = left != right
+    if log_grid and fits:
+        fits = left > 0 and right > 0 and (decades is None or
+                                           abs(abs(math.log10(right / left)) - decades) < 0.05)
+    if fits:
+        return curve
+    return replace(curve, left=Reading(left, curve.left.confidence / 2),
+                   right=Reading(right, curve.right.confidence / 2))
+
+
+def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float) -> Reading:
+    """The style of the sample line under a curve's text (within four text heights, above the next curve's):
+    solid, dashed or dotted, from the share of the sample's length that is inked. Empty when no sample
+    line is found."""
+    below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
+    y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
+    if y1 - y0 < 2:
+        return Reading(None, 0.0)
+    ink = page_ink[y0:y1, box.left:box.right + 1]
+    bins = np.array_split(ink, 20, axis=1)
+    spread = np.stack([b.any(axis=1) for b in bins], axis=1).sum(axis=1)
+    row = int(np.argmax(spread))
+    if spread[row] < 16:
+        return Reading(None, 0.0)
+    line = ink[max(0, row - 1):row + 2].any(axis=0)
+    columns = np.flatnonzero(line)
+    gaps = np.diff(columns) - 1
+    # Gaps under 0.4 text heights are the scan breaking a line, not its style: a dash's or a dot's gap is
+    # about half a capital's height or more.
+    broken = gaps[gaps <= max(2.0, 0.4 * curve.height)]
+    share = float((columns.size + broken.sum()) / (columns[-1] - columns[0] + 1))
+    style = "solid" if share >= 0.9 else "dashed" if share >= 0.5 else "dotted"
+    return Reading(style, round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2))

@@ -1,0 +1,129 @@
+"""Straight lines from projection profiles: a grid line or a track border is a run of rows (or columns) whose
+ink covers most of the span it crosses. Its position is the centroid of its darkness, to a fraction of a
+pixel; its weight is its darkness summed across it (stroke width times ink), which tells a heavy line from
+a light one whatever the blur.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Line:
+    centre: float  # darkness centroid, in pixels along the profile
+    first: int  # first and last index of its run over the coverage threshold
+    last: int
+    coverage: float  # the largest share of the span its ink covers
+    weight: float  # darkness summed across the line, per unit of length (about its width in pixels)
+
+
+def find_lines(coverage: np.ndarray, darkness: np.ndarray, threshold: float) -> list[Line]:
+    """Runs of `coverage` (share of the span inked, 0..1) at or above `threshold`, with their weight from
+    `darkness` (mean darkness 0..1 along the span), taken over the run and one index either side."""
+    above = coverage >= threshold
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], above.astype(np.int8), [0]))))
+    lines = []
+    for first, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+        lo, hi = max(0, first - 1), min(coverage.size, stop + 1)
+        dark = np.clip(darkness[lo:hi], 0, None)
+        total = float(dark.sum())
+        centre = float((np.arange(lo, hi) * dark).sum() / total) if total > 0 else (first + stop - 1) / 2
+        lines.append(Line(centre, first, stop - 1, float(coverage[first:stop].max()), total))
+    return lines
+
+
+@dataclass(frozen=True)
+class Lattice:
+    """Lines at `origin + k * spacing` for integer k: a depth grid. `index[j]` is line j's k."""
+
+    origin: float
+    spacing: float
+    index: np.ndarray  # int64 per line
+    residual_px: float  # RMS distance of the lines from their lattice positions
+
+
+def fit_lattice(centres: np.ndarray, spacing_guess: float) -> Lattice:
+    """Least-squares lattice through line centres. Lines are indexed by their distance from the first in
+    spacings, a few lines at first and then twice as many at each round, refitting origin and spacing each
+    time: a spacing a hair off would mis-index lines a hundred spacings away, never the next few."""
+    origin, spacing = float(centres[0]), spacing_guess
+    index = np.zeros(centres.size, dtype=np.int64)
+    reach = 8.0
+    while True:
+        index = np.rint((centres - origin) / spacing).astype(np.int64)
+        near = index <= reach
+        if np.unique(index[near]).size >= 2:
+            spacing, origin = (float(v) for v in np.polyfit(index[near].astype(np.float64), centres[near], 1))
+        if near.all():
+            break
+        reach *= 2
+    index = np.rint((centres - origin) / spacing).astype(np.int64)
+    shift = int(index.min())
+    residual = centres - (origin + spacing * index)
+    return Lattice(origin + spacing * shift, spacing, index - shift,
+                   float(np.sqrt(np.mean(residual**2))) if residual.size else 0.0)
+
+
+def typical_gap(centres: np.ndarray) -> float:
+    """The spacing of neighbouring lines: the mean of the gaps within a quarter of the median gap among the
+    shorter half, so missing lines, strays and whole-pixel rounding neither pull it up nor down."""
+    gaps = np.diff(np.sort(centres))
+    gaps = gaps[gaps > 0]
+    if gaps.size == 0:
+        return 0.0
+    short = np.sort(gaps)[: max(1, (gaps.size + 1) // 2 + gaps.size // 4)]
+    typical = float(np.median(short))
+    single = gaps[np.abs(gaps - typical) <= 0.25 * typical]
+    return float(single.mean()) if single.size else typical
+
+
+def chains(centres: np.ndarray, min_lines: int, max_skip: int = 2) -> list[list[int]]:
+    """Runs of lines (their indices, in order) that keep to a lattice: each gap a whole number
+    (1..max_skip + 1) of the run's own spacing, so sections drawn at different spacings each make their own
+    run, and a light line lost here and there does not break one. A run starts at three evenly spaced lines."""
+    runs, i = [], 0
+    while i < centres.size - 2:
+        spacing = _seed(centres, i)
+        run = _follow(centres, i, spacing, max_skip) if spacing else []
+        if len(run) >= min_lines:
+            runs.append(run)
+            i = run[-1] + 1
+        else:
+            i += 1
+    return runs
+
+
+def _seed(centres: np.ndarray, i: int) -> float:
+    """The spacing of lines i, i+1, i+2 when their two gaps are equal (a grid's neighbouring lines); else 0."""
+    first, second = centres[i + 1] - centres[i], centres[i + 2] - centres[i + 1]
+    short = min(first, second)
+    return float(short) if short > 0 and _whole_steps(max(first, second), short, 1, 0.06) else 0.0
+
+
+def _follow(centres: np.ndarray, i: int, spacing: float, max_skip: int) -> list[int]:
+    """Lines from i on that fall on the lattice, its spacing following the run (the median of its last
+    gaps). A line off the lattice (a curve's flat stretch) is passed over; a longer gap ends the run."""
+    run, recent, strays = [i], [spacing], 0
+    for j in range(i + 1, centres.size):
+        gap = centres[j] - centres[run[-1]]
+        steps = _whole_steps(gap, spacing, max_skip + 1)
+        if steps:
+            recent = (recent + [gap / steps])[-9:]
+            spacing = float(np.median(recent))
+            run.append(j)
+            strays = 0
+        elif gap > spacing * (max_skip + 1.5) or strays >= 3:
+            break
+        else:
+            strays += 1
+    return run
+
+
+def _whole_steps(gap: float, spacing: float, most: int, tolerance: float = 0.12) -> int:
+    """How many spacings `gap` is, if a whole number 1..most of them, within `tolerance` of a spacing plus
+    a pixel and a half (lines are printed on whole pixels); else 0."""
+    steps = round(gap / spacing)
+    return steps if 1 <= steps <= most and abs(gap - steps * spacing) <= tolerance * spacing + 1.5 else 0
