@@ -105,17 +105,23 @@ def _seed(centres: np.ndarray, i: int) -> float:
 
 def _follow(centres: np.ndarray, i: int, spacing: float, max_skip: int) -> list[int]:
     """Lines from i on that fall on the lattice, its spacing following the run (the median of its last
-    gaps). A line off the lattice (a curve's flat stretch) is passed over; a longer gap ends the run."""
-    run, recent, strays = [i], [spacing], 0
+    gaps). One line off the lattice between two on it (a curve's flat stretch) is passed over; a second, or
+    a longer gap, ends the run, and so does a second skipped line right after one: a grid loses a light
+    line here and there, while a lattice too coarse for the lines around it, or lines of text every other
+    spacing, would otherwise pass for one."""
+    run, recent, strays, skipped = [i], [spacing], 0, False
     for j in range(i + 1, centres.size):
         gap = centres[j] - centres[run[-1]]
         steps = _whole_steps(gap, spacing, max_skip + 1)
+        if steps > 1 and skipped:
+            break
         if steps:
+            skipped = steps > 1
             recent = (recent + [gap / steps])[-9:]
             spacing = float(np.median(recent))
             run.append(j)
             strays = 0
-        elif gap > spacing * (max_skip + 1.5) or strays >= 3:
+        elif gap > spacing * (max_skip + 1.5) or strays >= 2:
             break
         else:
             strays += 1

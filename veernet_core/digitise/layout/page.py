@@ -57,8 +57,8 @@ def _plausible_dpi(dpi: object) -> float | None:
 
 
 def ink_threshold(image: np.ndarray) -> int:
-    """Otsu's threshold between ink and paper, from every fourth row (plenty for a histogram)."""
-    counts = np.bincount(image[::4].ravel(), minlength=256).astype(np.float64)
+    """Otsu's threshold between ink and paper, from every eighth row (plenty for a histogram)."""
+    counts = np.bincount(image[::8].ravel(), minlength=256).astype(np.float64)
     levels = np.arange(256, dtype=np.float64)
     weight = np.cumsum(counts)
     mass = np.cumsum(counts * levels)
@@ -155,10 +155,12 @@ def _fit_shifts(centres: np.ndarray, shifts: np.ndarray, strengths: np.ndarray) 
 
 
 def deskew(image: np.ndarray, skew: Skew, paper: int) -> np.ndarray:
-    """Undo the skew by a rotation about the page's centre, same size, the corners filled with paper."""
+    """Undo the skew by a rotation about the page's centre, same size, the corners filled with paper. Nearest
+    neighbour: a line's position is measured over hundreds of rows or columns, which average its half-pixel
+    steps away, and it is four times faster than bilinear on a 60 Mpx page."""
     if abs(skew.degrees) < 1e-3:
         return image
-    turned = Image.fromarray(image).rotate(-skew.degrees, Image.Resampling.BILINEAR, fillcolor=paper)
+    turned = Image.fromarray(image).rotate(-skew.degrees, Image.Resampling.NEAREST, fillcolor=paper)
     return np.asarray(turned, dtype=np.uint8)
 
 

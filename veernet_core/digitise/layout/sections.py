@@ -145,7 +145,7 @@ def header_block(page: Ink, above: int) -> tuple[int, int] | None:
     inked = counts >= max(3, 0.005 * width)
     edges = np.flatnonzero(np.diff(np.concatenate(([0], inked.astype(np.int8), [0]))))
     runs = [(a, b - 1) for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True)
-            if b - a >= 3 or counts[a:b].max() >= LINE_COVERAGE * width]
+            if (b - a >= 3 or counts[a:b].max() >= LINE_COVERAGE * width) and b < above - 3]  # not the strip's own line
     if not runs:
         return None
     return runs[0][0], runs[-1][1]
