@@ -25,6 +25,7 @@ from api.settings import Settings
 from veernet_core.config import ConfigError, TrainConfig
 
 UPLOAD_FORM_BYTES = 1024 * 1024  # multipart framing and the options field around a scan upload
+SCAN_UPLOADS = ("/segment", "/scans/analyse")  # the routes that take a scan: MAX_UPLOAD_BYTES, not MAX_REQUEST_BYTES
 
 
 class LimitExceeded(ServiceError):
@@ -37,7 +38,7 @@ class LimitExceeded(ServiceError):
 
 def body_limit(method: str, path: str, settings: Settings) -> tuple[int, str]:
     """The most bytes a request body may have, and the setting that says so."""
-    if method == "POST" and path.rstrip("/") == "/segment":
+    if method == "POST" and path.rstrip("/") in SCAN_UPLOADS:
         return settings.max_upload_bytes + UPLOAD_FORM_BYTES, "MAX_UPLOAD_BYTES plus 1 MiB for the form"
     return settings.max_request_bytes, "MAX_REQUEST_BYTES"
 

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.deps import reject_unknown_query
 from api.errors import ServiceError
 from api.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, database_unavailable, service_error_response
-from api.routes import checkpoints, dashboard, health, jobs, metrics, plan, segment, timeline
+from api.routes import checkpoints, dashboard, health, jobs, metrics, plan, scans, segment, timeline
 
 
 @asynccontextmanager
@@ -53,6 +53,7 @@ app.include_router(jobs.router)
 app.include_router(timeline.router)
 app.include_router(checkpoints.router)
 app.include_router(segment.router)
+app.include_router(scans.router)
 app.include_router(plan.router)
 app.include_router(health.router)
 app.include_router(metrics.router)

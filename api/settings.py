@@ -49,6 +49,8 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     max_image_pixels: int = Field(default=4 * 12_800 * 640, ge=32 * 32)
     segment_wait_max_seconds: float = Field(default=120.0, gt=0)  # the longest POST /segment?wait=true
+    # POST /scans/analyse runs in the request (api/scans.py): page analyses at once per API process.
+    analyse_concurrency: int = Field(default=2, ge=1)
     # A polled job's status may be served from this process's cache for this long; 0 = always checked.
     status_cache_seconds: float = Field(default=1.0, ge=0)
     expected_workers: int = Field(default=1, ge=1)  # workers per queue, for the expected start of queued jobs

@@ -145,42 +145,53 @@ def _section(page: Ink, rows: SectionRows, floor: int) -> SectionFinding:
 
 
 def _read_text(page: Ink, found: list[SectionFinding], tesseract: str | None) -> str | None:
-    """Depth numbers and track headers of every section, in two Tesseract runs; the problem, if it failed."""
+    """Depth numbers and track headers of every section, each read twice (four Tesseract runs in all); the
+    problem, if Tesseract could not run."""
     boxes = [box for finding in found for box in finding.number_boxes]
-    cut = labels.TextBox.crop
+    crops = [box.crop(page, 4) for box in boxes]
     try:
-        words = ocr.read_crops([cut(box, page, 4) for box in boxes], [box.height for box in boxes],
-                               page.threshold, "0123456789", tesseract=tesseract)
-        _number_labels(found, words)
+        sharp, soft = (ocr.read_crops(crops, [box.height for box in boxes], page.threshold, "0123456789",
+                                      tesseract=tesseract, soft=blur) for blur in (False, True))
+        _number_labels(found, sharp, soft)
         _track_curves(page, found, tesseract)
     except ocr.OcrUnavailable as exc:
         return str(exc)
     return None
 
 
-def _number_labels(found: list[SectionFinding], words: list[list[ocr.Word]]) -> None:
-    it = iter(words)
+def _number_labels(found: list[SectionFinding], sharp: list[list[ocr.Word]], soft: list[list[ocr.Word]]) -> None:
+    """A depth number is the text both readings of its box agree on; where they differ it has no value."""
+    readings = iter(zip(sharp, soft, strict=True))
     for finding in found:
         for box in finding.number_boxes:
-            read = next(it)
-            text = "".join(word.text for word in sorted(read, key=lambda w: w.left))
-            confidence = min((word.confidence for word in read), default=0.0)
-            value = float(text) if text.isdigit() else None
-            finding.labels.append(Label(box.middle, text, value, confidence))
+            first, second = (_joined(words) for words in next(readings))
+            value = float(first[0]) if first[0].isdigit() and first[0] == second[0] else None
+            text = first[0] if first[0] == second[0] else f"{first[0]}|{second[0]}"
+            finding.labels.append(Label(box.middle, text, value, min(first[1], second[1])))
+
+
+def _joined(words: list[ocr.Word]) -> tuple[str, float]:
+    return ("".join(word.text for word in sorted(words, key=lambda w: w.left)),
+            min((word.confidence for word in words), default=0.0))
 
 
 def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None) -> None:
+    """Every track header read twice, differently prepared; a field is kept where both readings agree."""
     boxes = [box for finding in found for box in finding.header_boxes if box is not None]
     crops = [labels.erase_rules(box.crop(page, 0), page.threshold) for box in boxes]
     heights = [headers.text_height(crop, page.threshold) for crop in crops]
-    words = iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract))
+    sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
+                   for blur in (False, True))
     for finding in found:
         for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True):
-            curves = headers.curves_in(next(words), box) if box is not None else []
+            if box is None:
+                finding.curves.append([])
+                continue
+            curves = headers.agreed(headers.curves_in(next(sharp), box), headers.curves_in(next(soft), box))
             log = None if grid is None else grid.scale == "log"
             decades = grid.divisions if grid is not None and log else None
             finding.curves.append([_styled(page, box, curves, k, headers.check_ends(c, log, decades))
-                                   for k, c in enumerate(curves)] if box is not None else [])
+                                   for k, c in enumerate(curves)])
 
 
 def _styled(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader], k: int,

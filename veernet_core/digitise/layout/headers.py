@@ -18,7 +18,7 @@ from veernet_core.digitise.layout.labels import TextBox
 from veernet_core.digitise.layout.ocr import Word
 
 NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)$")
-NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,11}$")
+NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,11}$")  # LAS mnemonics: two characters or more
 UNIT = re.compile(r"^[A-Z0-9/.%-]{1,10}$")
 MIN_CONFIDENCE = 0.6
 
@@ -138,3 +138,22 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     share = float((columns.size + broken.sum()) / (columns[-1] - columns[0] + 1))
     style = "solid" if share >= 0.9 else "dashed" if share >= 0.5 else "dotted"
     return Reading(style, round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2))
+
+
+def agreed(first: list[CurveHeader], second: list[CurveHeader]) -> list[CurveHeader]:
+    """The curves of a first reading, each field kept only where a second reading of the same line (within
+    half a text height) says the same: Tesseract's confidence alone lets too many misreadings through."""
+    kept = []
+    for curve in first:
+        twin = min(second, key=lambda c: abs(c.row - curve.row), default=None)
+        if twin is None or abs(twin.row - curve.row) > curve.height / 2:
+            twin = None
+        def same(a: Reading, b: Reading | None) -> Reading:
+            return a if b is not None and a.value is not None and a.value == b.value else Reading(None, 0.0)
+        mnemonic = same(curve.mnemonic, twin.mnemonic if twin else None)
+        if mnemonic.value is None:
+            continue
+        kept.append(replace(curve, mnemonic=mnemonic, unit=same(curve.unit, twin.unit if twin else None),
+                            left=same(curve.left, twin.left if twin else None),
+                            right=same(curve.right, twin.right if twin else None)))
+    return kept

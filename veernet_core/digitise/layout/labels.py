@@ -48,7 +48,10 @@ def number_boxes(page: Ink, rows: SectionRows, column: Interval) -> list[TextBox
         left, right = _main_cluster(columns, gap=max(3, b - a + 1))
         if right - left + 1 >= 1.1 * (b - a + 1) and b - a + 1 >= 5:
             boxes.append(TextBox(y0 + a, y0 + b, x0 + left, x0 + right))
-    return boxes
+    if not boxes:
+        return boxes
+    usual = float(np.median([box.height for box in boxes]))  # the numbers' height: dirt is far smaller
+    return [box for box in boxes if box.height >= 0.5 * usual]
 
 
 def _runs(mask: np.ndarray, close: int) -> list[tuple[int, int]]:

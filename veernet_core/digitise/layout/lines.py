@@ -83,13 +83,18 @@ def typical_gap(centres: np.ndarray) -> float:
 def chains(centres: np.ndarray, min_lines: int, max_skip: int = 2) -> list[list[int]]:
     """Runs of lines (their indices, in order) that keep to a lattice: each gap a whole number
     (1..max_skip + 1) of the run's own spacing, so sections drawn at different spacings each make their own
-    run, and a light line lost here and there does not break one. A run starts at three evenly spaced lines."""
-    runs, i = [], 0
-    while i < centres.size - 2:
+    run, and a light line lost here and there does not break one. A run starts at four evenly spaced lines
+    (three could be a header's lines by chance) and is followed both ways from there."""
+    runs: list[list[int]] = []
+    i = 0
+    while i < centres.size - 3:
         spacing = _seed(centres, i)
         run = _follow(centres, i, spacing, max_skip) if spacing else []
         if len(run) >= min_lines:
-            runs.append(run)
+            back = _follow(-centres[::-1], centres.size - 1 - i, spacing, max_skip)
+            earlier = [centres.size - 1 - j for j in reversed(back[1:])]
+            floor = runs[-1][-1] if runs else -1
+            runs.append([j for j in earlier if j > floor] + run)
             i = run[-1] + 1
         else:
             i += 1
@@ -97,10 +102,10 @@ def chains(centres: np.ndarray, min_lines: int, max_skip: int = 2) -> list[list[
 
 
 def _seed(centres: np.ndarray, i: int) -> float:
-    """The spacing of lines i, i+1, i+2 when their two gaps are equal (a grid's neighbouring lines); else 0."""
-    first, second = centres[i + 1] - centres[i], centres[i + 2] - centres[i + 1]
-    short = min(first, second)
-    return float(short) if short > 0 and _whole_steps(max(first, second), short, 1, 0.06) else 0.0
+    """The spacing of lines i..i+3 when their three gaps are equal (a grid's neighbouring lines); else 0."""
+    gaps = np.diff(centres[i:i + 4])
+    short = float(gaps.min())
+    return short if short > 0 and _whole_steps(float(gaps.max()), short, 1, 0.06) else 0.0
 
 
 def _follow(centres: np.ndarray, i: int, spacing: float, max_skip: int) -> list[int]:

@@ -48,18 +48,19 @@ def find_tesseract(path: str | None = None) -> str | None:
 
 
 def read_crops(crops: list[np.ndarray], text_heights: list[float], ink_below: int, whitelist: str | None, psm: int = 6,
-               tesseract: str | None = None) -> list[list[Word]]:
+               tesseract: str | None = None, soft: bool = False) -> list[list[Word]]:
     """The words in each crop (uint8, paper bright), each crop first scaled so that its text, `text_heights`
     pixels tall, becomes TEXT_PX, then made black on white at the page's ink threshold: left gray, the
     paper's grain is what Tesseract reads. `whitelist` limits the characters (digits for depth numbers); it
     is best left out for words and punctuation, whose segmentation it upsets. Raises OcrUnavailable when
-    Tesseract cannot be run."""
+    Tesseract cannot be run. `soft` keeps the ink's gray edges (scaled bilinearly) instead: a second reading
+    of the same text, whose errors are not the first one's."""
     program = find_tesseract(tesseract)
     if program is None:
         raise OcrUnavailable("Tesseract is not installed (apt-get install tesseract-ocr tesseract-ocr-eng)")
     if not crops:
         return []
-    sheet, placed = _sheet(crops, text_heights, ink_below)
+    sheet, placed = _sheet(crops, text_heights, ink_below, soft)
     words = _run(program, sheet, whitelist, psm)
     found: list[list[Word]] = [[] for _ in crops]
     for word, key in words:
@@ -72,16 +73,18 @@ def read_crops(crops: list[np.ndarray], text_heights: list[float], ink_below: in
     return found
 
 
-def _sheet(crops: list[np.ndarray], text_heights: list[float],
-           ink_below: int) -> tuple[Image.Image, list[tuple[int, float, int]]]:
+def _sheet(crops: list[np.ndarray], text_heights: list[float], ink_below: int,
+           soft: bool = False) -> tuple[Image.Image, list[tuple[int, float, int]]]:
     """The crops scaled, thresholded and stacked; per crop its top row on the sheet, its scale and its scaled
     height."""
     scaled = []
     for crop, text in zip(crops, text_heights, strict=True):
         scale = float(np.clip(TEXT_PX / max(text, 1.0), 0.5, MAX_SCALE))
         size = (max(1, round(crop.shape[1] * scale)), max(1, round(crop.shape[0] * scale)))
-        resized = np.asarray(Image.fromarray(crop).resize(size, Image.Resampling.BILINEAR))
-        scaled.append((Image.fromarray(np.where(resized < ink_below, 0, 255).astype(np.uint8)), scale))
+        resample = Image.Resampling.BILINEAR if soft else Image.Resampling.LANCZOS
+        resized = np.asarray(Image.fromarray(crop).resize(size, resample)).astype(np.float32)
+        inked = np.clip(resized * np.float32(200 / max(ink_below, 1)), 0, 255) if soft else 0
+        scaled.append((Image.fromarray(np.where(resized < ink_below, inked, 255).astype(np.uint8)), scale))
     width = max(image.width for image, _ in scaled) + 2 * GAP_PX
     height = sum(image.height for image, _ in scaled) + GAP_PX * (len(scaled) + 1)
     sheet = Image.new("L", (width, height), 255)

@@ -189,9 +189,9 @@ def _curve(curve: CurveHeader, grid: ValueGrid | None) -> dict[str, Any]:
             "style": read(curve.style, "line style sample"), "header_row": round(curve.row, 1)}
 
 
-def propose_calibration(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS,
-                        tesseract: str | None = None) -> dict[str, Any]:
-    """A scan file's bytes to its proposed calibration. Raises predict.ImageRejected for a file that is no
-    usable single-page image (too large: predict.ImageTooLarge)."""
+def propose_calibration(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, tesseract: str | None = None,
+                        dpi: float | None = None) -> dict[str, Any]:
+    """A scan file's bytes to its proposed calibration; `dpi`, if given, overrides the file's own. Raises
+    predict.ImageRejected for a file that is no usable single-page image (too large: predict.ImageTooLarge)."""
     scan = load_scan(data, max_pixels)
-    return to_proposal(analyse_image(scan.image, scan.dpi, tesseract))
+    return to_proposal(analyse_image(scan.image, dpi or scan.dpi, tesseract))

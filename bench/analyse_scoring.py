@@ -1,0 +1,174 @@
+"""Scoring a proposed page calibration against the full-page generator's truth (for analyse_eval.py).
+
+A proposed section is matched to the true section it overlaps most (at least half of it); a true track to
+the proposed track of that section nearest it; a proposed curve to the true curve whose header line it was
+read on (the generator's slots are HEADER_SLOT_IN apart).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from veernet_core.page_draw import HEADER_SLOT_IN
+from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
+
+TRACK_TOLERANCE_PX = 2.0
+DEPTH_TOLERANCE_IN = 0.02  # of paper: 2 ft at 1 in per 100 ft
+CURVE_FIELDS = ("mnemonic", "unit", "left", "right", "style")
+
+
+@dataclass
+class PageScore:
+    turn_ok: bool = False
+    tracks: int = 0
+    tracks_found: int = 0
+    track_errors: list[float] = field(default_factory=list)
+    grids_linlog_ok: int = 0
+    grids_divisions_ok: int = 0
+    sections: int = 0
+    scales_ok: int = 0
+    fitted: int = 0
+    depth_errors: dict[str, list[np.ndarray]] = field(default_factory=dict)  # by scale, in its unit, per row
+    curve_fields: int = 0
+    curve_fields_read: int = 0
+    curve_fields_wrong: int = 0
+    geometry_ok: bool = True
+
+    @property
+    def curves_ok(self) -> bool:
+        return self.curve_fields_wrong == 0
+
+    @property
+    def no_correction(self) -> bool:
+        return self.geometry_ok and self.curves_ok
+
+    @property
+    def complete(self) -> bool:
+        return self.no_correction and self.curve_fields_read == self.curve_fields
+
+
+def score_page(spec: PageSpec, proposal: dict[str, Any]) -> PageScore:
+    score = PageScore(turn_ok=proposal["orientation"]["turn"]["value"] == spec.scan.turn)
+    score.geometry_ok = score.turn_ok and len(proposal["sections"]) == len(spec.sections)
+    for truth in spec.sections:
+        found = _matching_section(truth, proposal["sections"])
+        score.sections += 1
+        score.tracks += len(truth.tracks)
+        if found is None:
+            score.geometry_ok = False
+            score.curve_fields += sum(len(t.curves) for t in truth.tracks) * len(CURVE_FIELDS)
+            continue
+        _score_section(score, spec, truth, found)
+    return score
+
+
+def _matching_section(truth: SectionSpec, sections: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def overlap(section: dict[str, Any]) -> float:
+        rows = section["rows"]["value"]
+        return min(rows["bottom"], truth.bottom) - max(rows["top"], truth.top)
+    best = max(sections, key=overlap, default=None)
+    return best if best is not None and overlap(best) >= 0.5 * (truth.bottom - truth.top) else None
+
+
+def _score_section(score: PageScore, spec: PageSpec, truth: SectionSpec, found: dict[str, Any]) -> None:
+    scale_ok = found["scale"]["value"] == truth.scale_name
+    score.scales_ok += scale_ok
+    depth_ok = _score_depth(score, truth, found)
+    tracks_ok = len(found["tracks"]) == len(truth.tracks)
+    for true_track in truth.tracks:
+        tracks_ok &= _score_track(score, spec, truth, true_track, found["tracks"])
+    score.geometry_ok &= scale_ok and depth_ok and tracks_ok
+
+
+def _score_depth(score: PageScore, truth: SectionSpec, found: dict[str, Any]) -> bool:
+    ticks = found["depth"]["ticks"]["value"]
+    if ticks is None:
+        return False
+    score.fitted += 1
+    (row_a, depth_a), (row_b, depth_b) = ticks
+    rows = np.arange(math.ceil(truth.top), math.floor(truth.bottom) + 1, dtype=np.float64)
+    fitted = depth_a + (rows - row_a) * (depth_b - depth_a) / (row_b - row_a)
+    errors = fitted - truth.depth_at(rows)
+    score.depth_errors.setdefault(truth.scale_name, []).append(errors)
+    return float(np.abs(errors).max()) <= DEPTH_TOLERANCE_IN / truth.scale.inches_per_unit
+
+
+def _score_track(score: PageScore, spec: PageSpec, section: SectionSpec, truth: TrackSpec,
+                 tracks: list[dict[str, Any]]) -> bool:
+    def error(track: dict[str, Any]) -> float:
+        extent = track["extent"]["value"]
+        return max(abs(extent["left"] - truth.left), abs(extent["right"] - truth.right))
+    nearest = min(tracks, key=error, default=None)
+    if nearest is None:
+        _missing_curves(score, truth)
+        return False
+    score.track_errors.append(error(nearest))
+    found = error(nearest) <= TRACK_TOLERANCE_PX
+    score.tracks_found += found
+    grid = nearest["grid"]["value"] or {}
+    score.grids_linlog_ok += grid.get("scale") == truth.grid
+    divisions_ok = grid.get("scale") == truth.grid and grid.get("divisions") == truth.divisions
+    score.grids_divisions_ok += divisions_ok
+    _score_curves(score, spec, section, truth, nearest["curves"])
+    return found and divisions_ok
+
+
+def _missing_curves(score: PageScore, truth: TrackSpec) -> None:
+    score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
+
+
+def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth: TrackSpec,
+                  curves: list[dict[str, Any]]) -> None:
+    """Each proposed curve against the true curve of the header line it was read on; a curve read where
+    there is none has every filled field wrong."""
+    score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
+    slot_rows = [section.header_top + (0.12 + k * HEADER_SLOT_IN) * spec.dpi for k in range(len(truth.curves))]
+    for curve in curves:
+        k = int(np.argmin([abs(curve["header_row"] - row) for row in slot_rows])) if slot_rows else -1
+        matched = k >= 0 and abs(curve["header_row"] - slot_rows[k]) <= 0.15 * spec.dpi
+        for name in CURVE_FIELDS:
+            value = curve[name]["value"]
+            if value is None:
+                continue
+            score.curve_fields_read += matched
+            score.curve_fields_wrong += not (matched and _same(value, getattr(truth.curves[k], name)))
+
+
+def _same(value: Any, truth: Any) -> bool:
+    if isinstance(truth, int | float) and not isinstance(truth, bool):
+        return isinstance(value, int | float) and math.isclose(float(value), float(truth), rel_tol=1e-6, abs_tol=1e-9)
+    return bool(value == truth)
+
+
+def summarise(scores: list[PageScore]) -> dict[str, Any]:
+    def share(part: float, whole: float) -> float | None:
+        return round(part / whole, 4) if whole else None
+    tracks = sum(s.tracks for s in scores)
+    sections = sum(s.sections for s in scores)
+    fields = sum(s.curve_fields for s in scores)
+    by_scale: dict[str, list[np.ndarray]] = {}
+    for s in scores:
+        for name, errors in s.depth_errors.items():
+            by_scale.setdefault(name, []).extend(errors)
+    depth = {name: {"rms": round(float(np.sqrt(np.mean(np.concatenate(e) ** 2))), 4),
+                    "max": round(float(np.abs(np.concatenate(e)).max()), 4), "sections": len(e)}
+             for name, e in sorted(by_scale.items())}
+    one_inch = depth.get("1 in per 100 ft", {})
+    return {"track_recall": share(sum(s.tracks_found for s in scores), tracks),
+            "track_err_px": round(max((e for s in scores for e in s.track_errors), default=math.nan), 3),
+            "depth_rms_ft": one_inch.get("rms"), "depth_max_ft": one_inch.get("max"),
+            "depth_fitted": share(sum(s.fitted for s in scores), sections),
+            "depth_scale_acc": share(sum(s.scales_ok for s in scores), sections),
+            "linlog_acc": share(sum(s.grids_linlog_ok for s in scores), tracks),
+            "divisions_acc": share(sum(s.grids_divisions_ok for s in scores), tracks),
+            "turn_acc": share(sum(s.turn_ok for s in scores), len(scores)),
+            "pages_no_correction": share(sum(s.no_correction for s in scores), len(scores)),
+            "pages_geometry_ok": share(sum(s.geometry_ok for s in scores), len(scores)),
+            "pages_complete": share(sum(s.complete for s in scores), len(scores)),
+            "curve_fields_read": share(sum(s.curve_fields_read for s in scores), fields),
+            "curve_fields_wrong": share(sum(s.curve_fields_wrong for s in scores), fields),
+            "sections": sections, "tracks": tracks, "depth_by_scale": depth}
