@@ -1,4 +1,5 @@
-"""`veernet submit | list | status | watch | cancel | checkpoints | download | segment`: drive a running service.
+"""`veernet submit | list | status | watch | cancel | checkpoints | download | analyse | segment | plan`: drive a
+running service.
 
 Each command talks to the HTTP API through api.cli.client: the URL from --url or VEERNET_URL, the key
 from --key or VEERNET_API_KEY. Any failure prints one line, ``error: ...``, on stderr and exits 1.
@@ -318,9 +319,12 @@ def plan(
         typer.echo(f"wrote the chart to {svg}")
 
 
+CLIENT_PANEL = "Client (talks to a running API)"
+
+
 def register(app: typer.Typer) -> None:
-    """Add the client commands to `veernet`."""
+    """Add the client commands to `veernet` (`analyse` is api.cli.analyse's)."""
     for name, command in (("submit", submit), ("list", list_jobs), ("status", status), ("watch", watch),
                           ("cancel", cancel), ("checkpoints", checkpoints), ("download", download),
                           ("segment", segment), ("plan", plan)):
-        app.command(name, rich_help_panel="Client (talks to a running API)")(command)
+        app.command(name, rich_help_panel=CLIENT_PANEL)(command)

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from api.cli.analyse import register as register_analyse
 from api.cli.client_commands import register as register_client_commands
 from api.cli.processes import parse_gpus, supervise, worker_processes
 
@@ -22,6 +23,7 @@ keys = typer.Typer(no_args_is_help=True, help="Create, revoke and list API keys 
                    "is set). Only a hash of each key is stored.")
 app.add_typer(keys, name="keys")
 register_client_commands(app)  # submit, list, status, watch, ... (api/cli/client_commands.py)
+register_analyse(app)  # analyse (api/cli/analyse.py)
 log = logging.getLogger("api.cli")
 
 

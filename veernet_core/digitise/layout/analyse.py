@@ -103,9 +103,25 @@ def analyse_image(image: np.ndarray, dpi: float | None, tesseract: str | None = 
 
 def make_upright(image: np.ndarray) -> Upright:
     """Portrait (a quarter turn if the scan is wider than tall), deskewed, then upside down if the grids'
-    far side holds more ink than their near side: the header block is at the top of a log."""
-    base = 0 if image.shape[0] >= image.shape[1] else 90
-    gray = turn_clockwise(image, base)
+    far side holds more ink than their near side: the header block is at the top of a log. A page less
+    than 1.5 times as long as wide is tried both ways, and kept the way that shows more depth lines."""
+    long_side, short_side = max(image.shape), min(image.shape)
+    portrait = 0 if image.shape[0] >= image.shape[1] else 90
+    turns = [portrait] if long_side >= 1.5 * short_side else [portrait, (portrait + 90) % 180]
+    tried = [_deskewed(image, turn) for turn in turns]
+    page, turn, skew, lines, sections = max(tried, key=lambda t: sum(len(s.lines) for s in t[4]))
+    above, below = ink_outside(page, sections)
+    if below <= above:
+        return Upright(page, turn, above, below, skew, sections)
+    gray = np.ascontiguousarray(page.gray[::-1, ::-1])
+    page = Ink(gray, gray < page.threshold, page.paper, page.threshold)
+    flipped = [_flip(line, gray.shape[0]) for line in reversed(lines)]
+    return Upright(page, (turn + 180) % 360, below, above, skew, find_sections(flipped))
+
+
+def _deskewed(image: np.ndarray, turn: int) -> tuple[Ink, int, Skew | None, list[Line], list[SectionRows]]:
+    """The scan turned, deskewed and made ink, with its page-wide lines and the sections they make."""
+    gray = turn_clockwise(image, turn)
     threshold = ink_threshold(gray)
     paper = paper_level(gray, threshold)
     skew = measure_skew(gray < threshold)
@@ -113,14 +129,7 @@ def make_upright(image: np.ndarray) -> Upright:
         gray = deskew(gray, skew, paper)
     page = Ink(gray, gray < threshold, paper, threshold)
     lines = page_lines(page)
-    sections = find_sections(lines)
-    above, below = ink_outside(page, sections)
-    if below <= above:
-        return Upright(page, base, above, below, skew, sections)
-    gray = np.ascontiguousarray(gray[::-1, ::-1])
-    page = Ink(gray, gray < threshold, paper, threshold)
-    flipped = [_flip(line, gray.shape[0]) for line in reversed(lines)]
-    return Upright(page, (base + 180) % 360, below, above, skew, find_sections(flipped))
+    return page, turn, skew, lines, find_sections(lines)
 
 
 def _flip(line: Line, height: int) -> Line:
