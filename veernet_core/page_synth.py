@@ -75,18 +75,22 @@ def sample_spec(rng: np.random.Generator, seed: int, index: int, options: PageOp
     header_lines, well = _header_text(rng, unit)
     header_top = round(0.3 * dpi)
     header_bottom = header_top + round((len(header_lines) * 0.21 + 0.25) * dpi)
-    columns = _columns(rng, dpi, width)
+    lengths = [rng.uniform(*(options.first_section_in if k == 0 else options.second_section_in)) for k in range(count)]
+    scan = _scan(rng, options, dpi)
+    # The scanner sees past the sheet's edges, so a skewed page is never cut off: the tracks keep clear of
+    # the edges by what the skew moves a column at the page's ends (its height bounded from above).
+    tallest_in = (header_bottom / dpi + sum(lengths) + count * (3 * page_draw.HEADER_SLOT_IN + 1.0))
+    clear = math.tan(math.radians(abs(scan.skew_deg))) * tallest_in * dpi / 2 + page_draw.border_px(dpi) + 4
+    columns = _columns(rng, dpi, width, clear)
     sections: list[SectionSpec] = []
     row = header_bottom + round(rng.uniform(0.3, 0.6) * dpi)
     for k, scale in enumerate(_section_scales(rng, unit, count)):
-        length = options.first_section_in if k == 0 else options.second_section_in
-        section = _section(rng, dpi, row, scale, rng.uniform(*length), columns,
-                           sections[0] if sections else None)
+        section = _section(rng, dpi, row, scale, lengths[k], columns, sections[0] if sections else None)
         sections.append(section)
         row = math.ceil(section.bottom) + round(rng.uniform(0.4, 0.8) * dpi)
     height = row - round(0.2 * dpi)
     return PageSpec(seed, index, dpi, width, height, (header_top, header_bottom), tuple(header_lines), well,
-                    page_draw.pick_font(rng), tuple(sections), _scan(rng, options, dpi))
+                    page_draw.pick_font(rng), tuple(sections), scan)
 
 
 def _section_scales(rng: np.random.Generator, unit: str, count: int) -> list[DepthScale]:
@@ -113,10 +117,11 @@ class _Columns:
     merged: bool  # the tracks right of the depth column form one wide logarithmic track
 
 
-def _columns(rng: np.random.Generator, dpi: int, width: int) -> _Columns:
-    """Track 1, the depth column, then one wide track or two (the API layout), in whole-pixel borders."""
+def _columns(rng: np.random.Generator, dpi: int, width: int, clear: float) -> _Columns:
+    """Track 1, the depth column, then one wide track or two (the API layout), in whole-pixel borders, at
+    least `clear` pixels from the page's sides."""
     weight = page_draw.border_px(dpi)
-    margin = rng.uniform(0.2, 0.35) * dpi
+    margin = max(rng.uniform(0.2, 0.35) * dpi, clear)
     usable = width - 2 * margin
     depth_share = rng.uniform(0.08, 0.11)
     merged = bool(rng.random() < 0.3)

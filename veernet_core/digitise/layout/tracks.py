@@ -51,7 +51,8 @@ def section_columns(page: Ink, rows: SectionRows) -> Columns:
     borders, contrast = _split_borders(lines)
     boxed = _rising(page, lines, rows)
     if len(boxed) >= 3:
-        borders = boxed
+        usual = float(np.median([line.weight for line in boxed]))
+        borders = [line for line in boxed if line.weight >= 0.6 * usual]  # not a light line text happens to cross
     intervals = []
     for left, right in zip(borders, borders[1:], strict=False):
         inner = tuple(line for line in lines if left.last < line.first and line.last < right.first)
