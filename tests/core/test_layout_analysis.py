@@ -49,8 +49,9 @@ def test_orientation_sections_and_tracks_match_the_truth(k: int) -> None:
             assert track["grid"]["value"] == {"scale": true_track.grid, "divisions": true_track.divisions}
         column = found["depth_column"]["value"]
         assert abs(column["left"] - truth.depth_column[0]) <= 2 and abs(column["right"] - truth.depth_column[1]) <= 2
-    header = proposal["header"]["value"]
-    assert abs(header["top"] - spec.header[0]) <= 6 and abs(header["bottom"] - spec.header[1]) <= 6
+    header = proposal["header"]["value"]  # holds the true block (and any dirt that touches it)
+    assert abs(header["top"] - spec.header[0]) <= 6
+    assert spec.header[1] - 6 <= header["bottom"] < spec.sections[0].header_top
 
 
 @needs_tesseract
