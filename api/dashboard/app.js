@@ -1,6 +1,7 @@
-// The VeerNet dashboard: the jobs table, a job's page, and digitising a scan. Plain JavaScript over the
-// JSON API; routes are URL fragments (#/, #/jobs/12, #/segment, #/segment/13). The API key, when the
-// service asks for one, is kept in localStorage and sent as "Authorization: Bearer <key>".
+// The VeerNet dashboard: the jobs table, a job's page, and digitising a scan (analysing a page is
+// analyse.js's). Plain JavaScript over the JSON API; routes are URL fragments (#/, #/jobs/12, #/segment,
+// #/segment/13, #/analyse). The API key, when the service asks for one, is kept in localStorage and sent
+// as "Authorization: Bearer <key>".
 "use strict";
 
 const KEY_STORE = "veernet.apiKey";
@@ -24,6 +25,7 @@ const EXAMPLE_OPTIONS = {
 const $ = (selector, root = document) => root.querySelector(selector);
 const view = () => $("#view");
 let timer = null;  // the current page's poll; cleared whenever the page changes
+let shownPage = 0;  // counts page changes (route), so that a poll can tell its page is gone
 let scans = {};  // segment job id -> object URL of the scan uploaded from this page
 
 class AuthNeeded extends Error {}
@@ -153,12 +155,15 @@ function showError(error) {
 }
 
 function poll(fn) {
+  const mine = shownPage;  // a poll whose page was left while its request was in flight stops there
   const tick = async () => {
     let again = true;
     try {
       again = (await fn()) !== false;
+      if (mine !== shownPage) return;
       $("#error").hidden = true;
     } catch (error) {
+      if (mine !== shownPage) return;
       showError(error);
       again = !(error instanceof AuthNeeded);
     }
@@ -436,6 +441,7 @@ function segmentResultPage(id) {
 
 function route() {
   clearTimeout(timer);
+  shownPage += 1;
   $("#error").hidden = true;
   showKeyState();
   const hash = location.hash || "#/";
@@ -443,6 +449,7 @@ function route() {
   if ((match = hash.match(/^#\/jobs\/(\d+)$/))) jobPage(+match[1]);
   else if ((match = hash.match(/^#\/segment\/(\d+)$/))) segmentResultPage(+match[1]);
   else if (hash === "#/segment") segmentPage();
+  else if (hash === "#/analyse") analysePage();  // analyse.js
   else jobsPage();
 }
 

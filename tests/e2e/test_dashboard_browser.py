@@ -3,7 +3,8 @@ service with API keys on, a CPU training worker and a segment worker, all loggin
 
 The page asks for a key, takes the admin key, submits a tiny training job, shows it running and
 finished with its curves, timeline and checkpoints; a checkpoint downloaded through the page matches
-the sha256 the API registered; a synthetic scan uploaded on the segment page comes back traced. The
+the sha256 the API registered; a synthetic scan uploaded on the segment page comes back traced; a
+generated full page uploaded on the analysis page comes back with its sections and tracks. The
 screenshots are kept under var/test-artefacts/dashboard/ (VEERNET_ARTEFACTS_DIR moves them).
 """
 
@@ -185,3 +186,40 @@ def test_submit_watch_download_and_digitise_in_the_browser(stack: Stack, page: A
     claimed = [r for r in lines if f"job {job_id}: claimed as attempt 1" in r["message"]]
     assert claimed and claimed[0]["job_id"] == job_id and claimed[0]["attempt"] == 1, lines[-20:]
 
+
+
+def test_analyse_a_full_page_scan_in_the_browser(stack: Stack, page: Any, artefacts: Path, tmp_path: Path) -> None:
+    """A generated page uploaded on #/analyse: its sections and tracks come back with their confidences, and
+    the proposal can be downloaded as it is."""
+    from veernet_core.digitise.layout.ocr import find_tesseract
+    from veernet_core.page_synth import PageOptions, generate_page
+
+    generated = generate_page(8, 2, PageOptions(dpi=150, turn=0, bitonal=True, sections=2, unit="ft"))
+    scan = tmp_path / "page.tif"
+    Image.fromarray(generated.image).convert("1").save(scan, compression="group4", dpi=(150, 150))
+    page.goto(stack.api_url + "/")
+    page.locator("#key-panel").wait_for(state="visible")
+    page.fill("#key-input", ADMIN_KEY)
+    page.click("#key-save")
+    page.click("#nav-analyse")
+    page.set_input_files("#page-file", str(scan))
+    page.click("#analyse-submit")
+    page.locator("#analyse-result .section-card").first.wait_for()
+    shot(page, artefacts, "06-page-analysed")
+    cards = page.locator("#analyse-result .section-card")
+    assert cards.count() == len(generated.spec.sections)
+    for k, truth in enumerate(generated.spec.sections):
+        card = cards.nth(k)
+        assert card.locator("tr.track-row").count() == len(truth.tracks)
+        if find_tesseract() is not None:
+            assert truth.scale_name in card.inner_text()
+    assert "Turned 0 degrees clockwise" in page.locator("#analyse-orientation").inner_text()
+    assert page.locator("#error").is_hidden(), "the jobs page's poll, left in flight, stopped with its page"
+    with page.expect_download() as download_info:
+        page.click("#proposal-download")
+    saved = tmp_path / "proposal.json"
+    download_info.value.save_as(saved)
+    proposal = json.loads(saved.read_text())
+    assert proposal == stack.client.post("/scans/analyse", files={"file": ("page.tif", scan.read_bytes())},
+                                         data={}).json()
+    assert page.errors == [] and page.outside == [], (page.errors, page.outside)  # type: ignore[attr-defined]
