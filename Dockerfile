@@ -8,6 +8,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     VEERNET_DATA_DIR=/var/lib/veernet
 
+# Tesseract reads the depth numbers and track headers of scanned pages (POST /scans/analyse); unpinned, as
+# the base image's Debian release fixes it.
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng && rm -rf /var/lib/apt/lists/*
+
 # torch first, from PyTorch's CPU index: the PyPI wheel for Linux is a CUDA build that pulls gigabytes
 # of CUDA libraries. `pip install .` below then finds `torch>=2.4` satisfied and keeps this build.
 # Its own layer, so a source change does not download torch again.

@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+	./scripts/ensure-tesseract
 
 run: $(STAMP)  ## the main job end to end on the embedded default (SQLite, embedded broker, local checkpoints)
 	$(VENV)/bin/veernet demo --port $(PORT)
@@ -25,6 +26,7 @@ up: $(STAMP)  ## the same processes against the stack named by DATABASE_URL, BRO
 	$(VENV)/bin/veernet up --port $(PORT)
 
 test: $(STAMP)  ## install, start the services the tests need if they are down, run every test
+	./scripts/ensure-tesseract
 	./scripts/ensure-services
 	$(VENV)/bin/pytest -q
 
