@@ -1,7 +1,7 @@
 """Segment jobs, FastAPI-free: check an uploaded scan and its options, pick the model, queue the job.
 
 The scan is checked here (format, size, pixels) so that a bad upload is a 4xx at once, never a
-failed job later; calibration is checked by veernet_core.digitise's own validator. Storage keys
+failed job later; calibration is checked by veernet_core.digitise.calibration's own validator. Storage keys
 are built from the job id only: nothing a user sends becomes part of a key.
 """
 
@@ -22,12 +22,11 @@ from api.checkpoints import get_checkpoint
 from api.errors import CheckpointNotFound, FieldErrors, JobNotFound, ServiceError
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
-from veernet_core.calibration import Calibration, CalibrationError
-from veernet_core.rescale import check_scan_scale
+from veernet_core.digitise.calibration import Calibration, CalibrationError
+from veernet_core.digitise.export import RESULT_FILES
+from veernet_core.digitise.rescale import check_scan_scale
 
 MIN_SIDE = 32
-RESULT_FILES = {"result": "result.json", "csv": "result.csv", "las": "result.las", "mask": "mask.png",
-                "overlay": "overlay.png"}
 
 
 class SegmentInputError(FieldErrors):
@@ -49,7 +48,13 @@ def input_key(job_id: int) -> str:
 
 
 def result_key(job_id: int, name: str) -> str:
-    return f"segments/{int(job_id)}/{RESULT_FILES[name]}"
+    return f"segments/{int(job_id)}/{RESULT_FILES[name].file_name}"
+
+
+def result_paths(job_id: int) -> dict[str, str]:
+    """Where GET serves each result file: the JSON at /jobs/{id}/result, the others under their file names."""
+    return {name: f"/jobs/{int(job_id)}/" + ("result" if name == "result" else file.file_name)
+            for name, file in RESULT_FILES.items()}
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from veernet_core.checkpoint import deserialize  # noqa: E402
-from veernet_core.digitise import Calibration, Digitised, digitise  # noqa: E402
-from veernet_core.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
-from veernet_core.rescale import digitise_scan  # noqa: E402
+from veernet_core.digitise.calibration import Calibration  # noqa: E402
+from veernet_core.digitise.curves import Digitised, digitise  # noqa: E402
+from veernet_core.digitise.pipeline import predict_scan  # noqa: E402
+from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
+from veernet_core.digitise.rescale import scan_curves  # noqa: E402
 from veernet_core.synth import SynthLog, generate  # noqa: E402
 
 
@@ -168,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         log = generate(args.seed, index, scale, classes)
         if args.source == "truth":
             probs, digitised = truth_probabilities(log, classes), None
-        else:  # the service's path: at the model's own scale when the log's differs (veernet_core.rescale)
-            digitised, probs, resampling = digitise_scan(model, log.image, calibration_for(log), args.scan_scale)
+        else:  # the service's stages (veernet_core.digitise.pipeline): at the model's own scale when the log's differs
+            probs, resampling = predict_scan(model, log.image, args.scan_scale)
+            digitised = scan_curves(probs, calibration_for(log), resampling)
             resampled += resampling.resampled
         if probs.shape[1:] == log.mask.shape:  # pixel IoU only where the model read the log's own grid
             counts += pixel_counts(probs.argmax(axis=0), log.mask, classes)

@@ -6,7 +6,7 @@ Two full-scale synthetic scans (scale 1.0), found by size without rendering (`sy
 exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall. Every request states the
 scans at the bundled model's own scale (`scan_scale` 0.1), so the model reads every pixel of them, as a
 model trained at full resolution does; told nothing, the service would bring them to the bundled model's
-scale first (veernet_core.rescale) and the forward below would not be the work it does. For each:
+scale first (veernet_core.digitise.rescale) and the forward below would not be the work it does. For each:
 
   forward     the bundled model's bare forward over the scan's pixels, best of `repeats` after a warm-up,
               in this process: whole (one call on the whole image, 32-px aligned) and tiled (the model calls
@@ -17,8 +17,9 @@ scale first (veernet_core.rescale) and the forward below would not be the work i
               from sending the upload to holding the result JSON; best and median of `repeats`, after one
               warm-up request per width (torch import, model load, first shapes). Interleaved with the
               forward runs so both see the same machine.
-  stages      one in-process run of the segment worker's pipeline, stage by stage (decode, tiled
-              inference with blending, tracing, each export), to show where the time goes.
+  stages      one in-process run of the segment worker's pipeline (`veernet_core.digitise.pipeline`, timed by
+              its `StageTimer`), stage by stage (decode, tiled inference with blending, tracing, each export),
+              to show where the time goes.
   e2e_resampled_s  one POST /segment?wait=true without scan_scale, as a user of the bundled model sends a
               full-resolution scan: read at the model's scale (information, beside the targets).
   rss         peak RSS (ru_maxrss) of a fresh process that runs the segment worker's own function
@@ -60,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.conftest import free_port  # noqa: E402
 from veernet_core.data import align  # noqa: E402
-from veernet_core.predict import (  # noqa: E402
+from veernet_core.digitise.predict import (  # noqa: E402
     DEFAULT_OVERLAP,
     DEFAULT_TILE_WIDTH,
     _window_input,
@@ -174,19 +175,20 @@ def datetime_s(text: str) -> float:
 def stage_times(scan: bytes, log: SynthLog) -> dict[str, float]:
     """The segment worker's pipeline, one stage at a time, in this process (model already warm)."""
     from api.settings import get_settings
+    from veernet_core.digitise.pipeline import StageTimer
     from worker import segment_runner
 
     config = worker_config(log)
-    timings: dict[str, float] = {}
+    timer = StageTimer()
     started = time.perf_counter()
-    segment_runner.digitise_scan(config, scan, None, get_settings(), timings)
-    timings["total"] = time.perf_counter() - started  # mask and overlay overlap the stages before them
+    segment_runner.digitise_scan(config, scan, None, get_settings(), timer)
+    timings = {**timer.seconds, "total": time.perf_counter() - started}  # mask and overlay overlap earlier stages
     return {name: round(seconds, 3) for name, seconds in timings.items()}
 
 
 def worker_config(log: SynthLog) -> dict[str, Any]:
     """The job config POST /segment stores for this scan with the bundled model."""
-    from veernet_core.digitise import Calibration
+    from veernet_core.digitise.calibration import Calibration
 
     calibration = Calibration.from_dict(log.calibration(), *log.image.shape).to_dict()
     return {"model": {"source": "bundled", "model_id": "bundled/veernet-small"}, "calibration": calibration,

@@ -161,7 +161,7 @@ class VeerNet(nn.Module):
         super().__init__()
         self.config = config
         # The pixel scale of the synthetic logs the weights learned from (set when loaded from a checkpoint;
-        # None: unknown). Inference brings a scan to it (veernet_core.rescale).
+        # None: unknown). Inference brings a scan to it (veernet_core.digitise.rescale).
         self.trained_scale: float | None = None
         w = config.widths
         self.stem = ConvNormAct(config.in_channels, w[0])

@@ -127,7 +127,7 @@ class SynthLog:
 
     def calibration(self) -> dict[str, Any]:
         """What a person would read off this log, in the form POST /segment and
-        `veernet_core.digitise.Calibration.from_dict` take: depth ends, track borders, curve scales
+        `veernet_core.digitise.calibration.Calibration.from_dict` take: depth ends, track borders, curve scales
         (with the side of the backup scale where the curve wraps), one output sample per column."""
         width = self.image.shape[1]
         curves = []

@@ -71,7 +71,7 @@ def _preload(**_: Any) -> None:
     """
     if os.environ.get(PRELOAD_ENV) != "1":
         return
-    import veernet_core.predict  # noqa: F401
+    import veernet_core.digitise.pipeline  # noqa: F401
     import veernet_core.train  # noqa: F401
     import worker.callbacks  # noqa: F401
     import worker.runner  # noqa: F401

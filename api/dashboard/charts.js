@@ -5,7 +5,7 @@
 const Charts = (() => {
   const NS = "http://www.w3.org/2000/svg";
   const COLOURS = ["#2f5fd0", "#c0392b", "#1f8a4c", "#b7791f", "#7d3cc8", "#16868c"];
-  // Digitised curves: the colours of the service's overlay PNG, in its order (veernet_core/export.py PALETTE,
+  // Digitised curves: the colours of the service's overlay PNG, in its order (veernet_core/digitise/export.py PALETTE,
   // colour-blind safe), so a curve is the same colour on the page and in the downloaded overlay.
   const CURVE_COLOURS = ["#e69f00", "#0072b2", "#cc79a7", "#009e73", "#d55e00", "#56b4e9"];
 

@@ -25,6 +25,7 @@ from api.queue import send_job
 from api.schemas import ErrorBody, JobDetail
 from api.storage import open_blob
 from veernet_core.checkpoint import LocalStore, S3Store
+from veernet_core.digitise.export import RESULT_FILES
 
 router = APIRouter(tags=["segment"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -36,8 +37,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorBody, "description": "Not an image, options that make no sense, or (wait=true) the "
           "job failed"},
 }
-MEDIA = {"result": "application/json", "csv": "text/csv", "las": "text/plain", "mask": "image/png",
-         "overlay": "image/png"}
 
 
 @router.post("/segment", status_code=status.HTTP_202_ACCEPTED, response_model=JobDetail, responses=ERRORS)
@@ -91,7 +90,8 @@ def _result_file(job_id: int, name: str, session: Session, store: LocalStore | S
     segment.succeeded_job(session, job_id, tenant)
     session.close()
     blob = open_blob(store, segment.result_key(job_id, name))
-    return StreamingResponse(blob.chunks, media_type=MEDIA[name], headers={"Content-Length": str(blob.size)})
+    return StreamingResponse(blob.chunks, media_type=RESULT_FILES[name].media_type,
+                             headers={"Content-Length": str(blob.size)})
 
 
 FILE_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "description": "No such segment job"},

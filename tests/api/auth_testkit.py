@@ -21,9 +21,10 @@ from PIL import Image
 
 from api import auth, checkpoints, jobs
 from api.db import session_scope
-from api.segment import RESULT_FILES, result_key
+from api.segment import result_key
 from api.settings import Settings
 from veernet_core.checkpoint import LocalStore, S3Store
+from veernet_core.digitise.export import RESULT_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE_ENV = {name.upper() for name in Settings.model_fields}

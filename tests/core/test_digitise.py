@@ -8,17 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from veernet_core import tracer as tracer_module
-from veernet_core.digitise import (
-    Calibration,
-    CalibrationError,
-    CurveScale,
-    DepthScale,
-    TraceOptions,
-    depth_grid,
-    digitise,
-    trace_curves,
-)
+from veernet_core.digitise import tracer as tracer_module
+from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
+from veernet_core.digitise.curves import depth_grid, digitise
+from veernet_core.digitise.tracer import TraceOptions, trace_curves
 from veernet_core.synth import SynthLog, generate
 
 HEIGHT, WIDTH, TOP, BOTTOM = 64, 400, 4.0, 59.0
@@ -318,7 +311,7 @@ def test_round_trip_through_the_bundled_model_recovers_known_curves() -> None:
     """Scan bytes -> bundled model -> curves, against the generator's truth on a held-out log."""
     from PIL import Image
 
-    from veernet_core.predict import bundled_model_path, load_image, load_model, predict_probabilities
+    from veernet_core.digitise.predict import bundled_model_path, load_image, load_model, predict_probabilities
 
     model, _ = load_model(bundled_model_path())
     log = next(g for g in (generate(424242, i, 0.1, classes=2) for i in range(60))

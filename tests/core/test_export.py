@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from veernet_core.digitise import Calibration, ColumnTrace, CurveScale, DepthScale, Digitised, digitise
-from veernet_core.export import LAS_NULL, PALETTE, ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+from veernet_core.digitise.calibration import Calibration, CurveScale, DepthScale
+from veernet_core.digitise.curves import Digitised, digitise
+from veernet_core.digitise.export import LAS_NULL, PALETTE, ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+from veernet_core.digitise.tracer import ColumnTrace
 
 HEIGHT, WIDTH, TOP, BOTTOM = 64, 300, 4.0, 59.0
 META = ExportMeta("ab" * 32, "checkpoint:42", scan="well-7.png", well="WELL 7",

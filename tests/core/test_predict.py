@@ -19,10 +19,8 @@ from torch import nn
 from veernet_core.checkpoint import CheckpointError, serialize
 from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import GRID, to_input
-from veernet_core.digitise import channel_plan, trace_curves
-from veernet_core.losses import LossWeights
-from veernet_core.model import VeerNet
-from veernet_core.predict import (
+from veernet_core.digitise.curves import channel_plan
+from veernet_core.digitise.predict import (
     CONTEXT_MARGIN,
     DEFAULT_OVERLAP,
     DEFAULT_TILE_WIDTH,
@@ -39,6 +37,9 @@ from veernet_core.predict import (
     read_checkpoint,
     tile_layout,
 )
+from veernet_core.digitise.tracer import trace_curves
+from veernet_core.losses import LossWeights
+from veernet_core.model import VeerNet
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.synth import generate
 from veernet_core.trainer import Trainer

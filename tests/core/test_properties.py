@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veernet_core.data import GRID, align, pad_collate, to_input
-from veernet_core.digitise import TraceOptions, trace_curves
+from veernet_core.digitise.tracer import TraceOptions, trace_curves
 from veernet_core.sampler import BucketBatchSampler
 
 # ---- pad_collate ------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A scan is read at the pixel scale its model was trained at (veernet_core.rescale)."""
+"""A scan is read at the pixel scale its model was trained at (veernet_core.digitise.rescale)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from veernet_core.calibration import Calibration, CurveScale, DepthScale
-from veernet_core.digitise import ColumnTrace
-from veernet_core.predict import bundled_model_path, load_model
-from veernet_core.rescale import (
+from veernet_core.digitise.calibration import Calibration, CurveScale, DepthScale
+from veernet_core.digitise.pipeline import predict_scan
+from veernet_core.digitise.predict import bundled_model_path, load_model
+from veernet_core.digitise.rescale import (
     NOMINAL_HEIGHT,
     check_scan_scale,
-    digitise_scan,
     map_trace,
     plan,
     resample_image,
     scaled_calibration,
+    scan_curves,
 )
+from veernet_core.digitise.tracer import ColumnTrace
 from veernet_core.synth import SynthLog, generate
 
 HELD_OUT_SEED = 515_151  # the bundled model trained on data seed 0
@@ -100,7 +101,8 @@ def _position_error(log: SynthLog, model_scale: float | None) -> tuple[float, fl
     """(mean |error| as a fraction of the track, share of inked columns read) of curve 1 of a log."""
     model, _ = load_model(bundled_model_path())
     model.trained_scale = model_scale
-    digitised, _, _ = digitise_scan(model, log.image, Calibration.from_dict(log.calibration(), *log.image.shape))
+    probabilities, resampling = predict_scan(model, log.image)
+    digitised = scan_curves(probabilities, Calibration.from_dict(log.calibration(), *log.image.shape), resampling)
     truth = log.curves[0]
     fraction = (truth.row - log.track[0]) / (log.track[1] - log.track[0])
     read = digitised.curves[0].trace

@@ -25,11 +25,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from veernet_core.calibration import Calibration, DepthScale
 from veernet_core.data import MIN_SIDE
-from veernet_core.digitise import ColumnTrace, Digitised, TraceOptions, calibrate, digitise, trace_channels
-from veernet_core.model import VeerNet
-from veernet_core.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH, predict_probabilities
+from veernet_core.digitise.calibration import Calibration, DepthScale
+from veernet_core.digitise.curves import Digitised, calibrate, digitise, trace_channels
+from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
+from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
 
 NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
 # Within this factor either way a model reads a scan as it is: the synthetic logs a model trains on
@@ -150,12 +150,3 @@ def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: fl
     row = track_top + (u - level) * (track_bottom - track_top)
     return ColumnTrace(u, level, row, conf.astype(np.float32), trace.bridged[nearest] & np.isfinite(u))
 
-
-def digitise_scan(model: VeerNet, image: np.ndarray, calibration: Calibration, scan_scale: float | None = None,
-                  tile_width: int = DEFAULT_TILE_WIDTH, overlap: int = DEFAULT_OVERLAP,
-                  ) -> tuple[Digitised, np.ndarray, Resampling]:
-    """The whole read of one scan at its model's scale: (curves on the scan's grid, class probabilities on
-    the model's grid, how it was resampled)."""
-    resampling = plan((image.shape[0], image.shape[1]), model.trained_scale, scan_scale)
-    probabilities = predict_probabilities(model, resample_image(image, resampling.model_size), tile_width, overlap)
-    return scan_curves(probabilities, calibration, resampling), probabilities, resampling

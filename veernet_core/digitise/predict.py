@@ -27,7 +27,7 @@ from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import GRID, MIN_SIDE, align
 from veernet_core.model import VeerNet
 
-ASSETS = Path(__file__).resolve().parent / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"  # veernet_core/assets
 BUNDLED_MODEL = "veernet-small.pt"
 # The largest design scan is 12,800 x 640 px (8.2 Mpx); four times that leaves room for
 # higher-resolution scans while refusing decompression bombs long before they exhaust memory.

@@ -2,6 +2,7 @@
 
 Every writer takes a `Digitised` (regular depth samples, NaN = no curve) and returns plain data, text
 or PNG bytes; nothing touches the file system, so the service can stream them and tests can read them.
+`RESULT_FILES` names the files and their media types, for the service and the command line alike.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import lasio
 import numpy as np
 from PIL import Image, ImageDraw
 
-from veernet_core.digitise import Digitised, DigitisedCurve
+from veernet_core.digitise.curves import Digitised, DigitisedCurve
 
 LAS_NULL = -999.25  # the LAS convention for "no value"
 # LAS 2.0 checkers accept only these depth units for the index; common spellings map onto them.
@@ -36,6 +37,24 @@ BORDER_GRAY = 120  # palette index of the dotted track borders: the gray (120, 1
 _OVERLAY_PALETTE = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, axis=1)
 _OVERLAY_PALETTE[: len(PALETTE)] = PALETTE
 assert int(_FADE.min()) >= len(PALETTE), "the curve colours' palette indices must not be faded grays"
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """One file of a digitisation's results: its name (in a job's storage and an output directory) and media type."""
+
+    file_name: str
+    media_type: str
+
+
+# A digitisation's files by name: the service stores and serves them, `python -m veernet_core digitise` writes them.
+RESULT_FILES: dict[str, ResultFile] = {
+    "result": ResultFile("result.json", "application/json"),
+    "csv": ResultFile("result.csv", "text/csv"),
+    "las": ResultFile("result.las", "text/plain"),
+    "mask": ResultFile("mask.png", "image/png"),
+    "overlay": ResultFile("overlay.png", "image/png"),
+}
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,7 @@ def _json_float(x: float, digits: int = 6) -> float | None:
 
 def to_json(d: Digitised, meta: ExportMeta | None = None, inference: dict[str, Any] | None = None) -> dict[str, object]:
     """Depth samples and, per curve, a value, a confidence and a wrap flag per sample; null where no curve.
-    `inference` (veernet_core.rescale.Resampling.to_dict) says at what scale the model read the scan."""
+    `inference` (veernet_core.digitise.rescale.Resampling.to_dict) says at what scale the model read the scan."""
     names = unique_mnemonics(d.curves)
     curves = []
     for name, curve in zip(names, d.curves, strict=True):

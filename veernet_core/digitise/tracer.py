@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from veernet_core.runs import RunTable
+from veernet_core.digitise.runs import RunTable
 
 __all__ = ["ColumnTrace", "TraceOptions", "trace_curves"]
 

@@ -1,7 +1,7 @@
-"""Curves from probabilities: a sub-pixel centreline per depth column (`veernet_core.tracer`),
+"""Curves from probabilities: a sub-pixel centreline per depth column (`veernet_core.digitise.tracer`),
 calibrated to values and depths and resampled onto a regular depth step.
 
-Positions are unwrapped track fractions u (see `veernet_core.tracer`): 0 at the track's top row, 1 at
+Positions are unwrapped track fractions u (see `veernet_core.digitise.tracer`): 0 at the track's top row, 1 at
 its bottom row, 1 + f on a backup scale past the bottom edge, so one linear (or log) map
 `CurveScale.to_value(u)` reads primary and backup scales alike.
 
@@ -22,14 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from veernet_core.calibration import Calibration, CalibrationError, CurveScale, DepthScale
-from veernet_core.tracer import ColumnTrace, TraceOptions, trace_curves
+from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
+from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 DEFAULT_TRACE = TraceOptions()  # frozen, so one shared default is safe
-
-__all__ = ["Calibration", "CalibrationError", "ColumnTrace", "CurveScale", "DepthScale", "Digitised",
-           "DigitisedCurve", "TraceOptions", "calibrate", "channel_plan", "depth_grid", "digitise", "trace_channels",
-           "trace_curves"]
 
 
 @dataclass
