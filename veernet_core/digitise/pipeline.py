@@ -26,7 +26,7 @@ from veernet_core.digitise.predict import (
     load_image,
     predict_probabilities,
 )
-from veernet_core.digitise.rescale import Resampling, plan, resample_image, scan_curves
+from veernet_core.digitise.rescale import Resampling, resample_image, resampling_for, scan_curves
 from veernet_core.model import VeerNet
 
 T = TypeVar("T")
@@ -95,9 +95,10 @@ def predict_scan(model: VeerNet, image: np.ndarray, scan_scale: float | None = N
                  max_pixels: int = DEFAULT_MAX_PIXELS, tile_width: int = DEFAULT_TILE_WIDTH,
                  overlap: int = DEFAULT_OVERLAP, timer: StageTimer | None = None) -> tuple[np.ndarray, Resampling]:
     """uint8 (H, W) scan -> (class probabilities on the grid the model read it at, how it was resampled): at
-    the model's training scale when the scan's differs (`rescale.plan`; an enlargement stops at `max_pixels`)."""
+    the model's training scale when the scan's differs (`rescale.resampling_for`; an enlargement stops at
+    `max_pixels`)."""
     clock = timer or StageTimer()
-    resampling = plan(image.shape, model.trained_scale, scan_scale, max_pixels)
+    resampling = resampling_for(image.shape, model.trained_scale, scan_scale, max_pixels)
     model_image = clock("resample", resample_image, image, resampling.model_size)
     probabilities = clock("predict", predict_probabilities, model, model_image, tile_width, overlap)
     return probabilities, resampling

@@ -73,7 +73,7 @@ def check_scan_scale(value: Any) -> float:
     return float(value)
 
 
-def plan(scan_size: tuple[int, int], model_scale: float | None, scan_scale: float | None = None,
+def resampling_for(scan_size: tuple[int, int], model_scale: float | None, scan_scale: float | None = None,
          max_pixels: int = DEFAULT_MAX_PIXELS) -> Resampling:
     """The size a (height, width) scan runs at for a model trained at `model_scale`; an enlargement
     stops at `max_pixels`, the limit a scan itself is held to."""
