@@ -300,13 +300,6 @@ def test_worker_queues_exist_in_the_celery_config() -> None:
     assert set(named.values()) <= queues, f"worker queues {named} vs Celery's {sorted(queues)}"
 
 
-def test_expected_workers_counts_the_training_workers() -> None:
-    train = [options for options in workers().values() if options["queue"] == "train"]
-    processes = sum(len(options["gpus"].split(",")) if options["gpus"] else 1 for options in train)
-    expected = Settings.model_validate({"expected_workers": environment(services()["api"])["EXPECTED_WORKERS"]})
-    assert expected.expected_workers == processes, "EXPECTED_WORKERS feeds the ETA of queued jobs"
-
-
 @pytest.mark.parametrize("name", service_names(veernet_only=False))
 def test_depends_on_names_services_whose_condition_can_be_met(name: str) -> None:
     depends = services()[name].get("depends_on", {})
