@@ -1,4 +1,4 @@
-# Two commands on a fresh machine: `make run` and `make test`. Each installs what it needs.
+# Two commands on a fresh machine: `make run` and `make test`. Each installs what it needs, as `make bench` does.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -25,15 +25,19 @@ up: $(STAMP)  ## the same processes against the stack named by DATABASE_URL, BRO
 	$(VENV)/bin/veernet up --port $(PORT)
 
 test: $(STAMP)  ## install, start the services the tests need if they are down, run every test
-	./scripts/ensure-services
+	./scripts/ensure-services postgres redis chromium
 	$(VENV)/bin/pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy api worker veernet_core
 
-bench: $(STAMP)
-	for script in bench/*.py; do $(PY) $$script; done
+BENCHES := $(filter-out bench/benchio.py,$(wildcard bench/*.py))
+
+bench: $(STAMP)  ## install what the benches need (wrk; Postgres and Redis started if down), run each; one JSON line each
+	./scripts/ensure-services postgres redis wrk
+	for script in $(BENCHES); do $(PY) $$script || exit 1; done
+
 
 clean:
 	rm -rf var .pytest_cache
