@@ -6,14 +6,15 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run test up install lint bench clean
+.PHONY: run test up install lint bench constraints clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# The CPU build of torch first, pinned, so nothing pulls a multi-GB CUDA build.
 	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e '.[test]'
+	# The images' versions (constraints.txt), so the tests run what the images ship; the test tools float.
+	$(PIP) install --quiet --constraint constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -38,6 +39,8 @@ bench: $(STAMP)  ## install what the benches need (wrk; Postgres and Redis start
 	./scripts/ensure-services postgres redis wrk
 	for script in $(BENCHES); do $(PY) $$script || exit 1; done
 
+constraints:  ## pin every dependency the images install (constraints.txt), after a change to pyproject.toml
+	./scripts/freeze-constraints
 
 clean:
 	rm -rf var .pytest_cache
