@@ -51,7 +51,6 @@ class Settings(BaseSettings):
     segment_wait_max_seconds: float = Field(default=120.0, gt=0)  # the longest POST /segment?wait=true
     # A polled job's status may be served from this process's cache for this long; 0 = always checked.
     status_cache_seconds: float = Field(default=1.0, ge=0)
-    expected_workers: int = Field(default=1, ge=1)  # workers per queue, for the expected start of queued jobs
     # "json": one JSON object per log line, with job_id and attempt while a worker runs a job (api/logs.py).
     veernet_log_format: Literal["text", "json"] = "text"
 

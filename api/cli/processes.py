@@ -54,11 +54,21 @@ def worker_processes(gpus: Sequence[str] | None, queue: str, loglevel: str = "IN
     if not gpus:
         env = {**base, "CUDA_VISIBLE_DEVICES": ""}
         return [Managed(f"{queue}-cpu", celery_worker_argv(queue, f"{queue}-cpu@%h", loglevel), env)]
+    # CUDA numbers GPUs fastest first by default, nvidia-smi by PCI bus: on a box of mixed GPUs, --gpus 1
+    # would otherwise not be the GPU that nvidia-smi (and `--gpus all`, which asks it) calls 1.
+    order = {"CUDA_DEVICE_ORDER": base.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID")}
     return [
         Managed(f"{queue}-gpu{gpu}", celery_worker_argv(queue, f"{queue}-gpu{gpu}@%h", loglevel),
-                {**base, "CUDA_VISIBLE_DEVICES": gpu})
+                {**base, **order, "CUDA_VISIBLE_DEVICES": gpu})
         for gpu in gpus
     ]
+
+
+def celery_node(child: Managed) -> str:
+    """The Celery node name ``child`` registers as: its --hostname, with %h expanded as Celery expands it."""
+    from celery.utils.nodenames import host_format
+
+    return str(host_format(child.argv[child.argv.index("--hostname") + 1]))
 
 
 def supervise(children: list[Managed], poll_s: float = 0.5) -> int:
@@ -102,9 +112,3 @@ def _restart_dead(children: list[Managed]) -> None:
                     child.restarts)
         child.start()
 
-
-def parse_gpus(text: str) -> list[str]:
-    gpus = [g.strip() for g in text.split(",") if g.strip()]
-    if not gpus or any(not g.isdigit() for g in gpus) or len(set(gpus)) != len(gpus):
-        raise ValueError(f"--gpus takes distinct GPU indices like 0,1; got {text!r}")
-    return gpus
