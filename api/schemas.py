@@ -9,9 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.models import Checkpoint, Job, JobEvent
-from veernet_core.config import _CHOICES as CHOICES  # the config's own ranges and choices: one place
-from veernet_core.config import _RANGES as RANGES
-from veernet_core.config import DataConfig, ModelConfig, TrainConfig
+from veernet_core.config import CHOICES, RANGES, DataConfig, ModelConfig, TrainConfig, allowed_range
 
 
 def config_schema(cls: type, prefix: str, bounds: dict[str, tuple[float, str]]) -> dict[str, Any]:
@@ -40,8 +38,8 @@ _FIELD_TYPES: dict[str, dict[str, Any]] = {
 def _range(dotted: str, bounds: dict[str, tuple[float, str]]) -> dict[str, float]:
     if dotted not in RANGES:
         return {}
-    low, high = RANGES[dotted]
-    return {"minimum": low, "maximum": min(high, bounds.get(dotted, (high, ""))[0])}
+    low, high, _source = allowed_range(dotted, bounds)  # the range POST /jobs checks: one place
+    return {"minimum": low, "maximum": high}
 
 
 def _choices(dotted: str) -> dict[str, list[str]]:
