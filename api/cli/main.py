@@ -49,13 +49,20 @@ def api(host: str = "127.0.0.1", port: int = 8000,
         workers: Annotated[int, typer.Option(min=1, envvar="API_WORKERS",
                                              help="API processes sharing the port (about one per core)")] = 1,
         loglevel: str = "info") -> None:
-    """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only."""
+    """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only.
+
+    On the embedded default (no DATABASE_URL) it migrates its SQLite database first; any other database
+    is migrated with `veernet migrate`, and /healthz answers 503 until it is."""
     import uvicorn
 
     from api.settings import get_settings
 
     _logging(loglevel)
     notice = _checked_bind(host)
+    if get_settings().uses_embedded_database:  # nothing configured: no separate `veernet migrate` to forget
+        from api.db import migrate as run_migrations
+
+        run_migrations()
     log.log(logging.INFO if get_settings().keys_required else logging.WARNING, notice)
     thread = None
     if reaper:
