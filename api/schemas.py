@@ -77,10 +77,15 @@ class JobCreate(BaseModel):
 
 
 class Progress(BaseModel):
-    epoch: int | None
-    step: int | None
+    """How far a training job is. Counts are of work done: ``epoch`` 1 of ``epochs`` 2 means the first
+    epoch is complete and the second is being trained; a finished two-epoch job is at 2 of 2, and its
+    checkpoints' and history's ``epoch`` count the same way."""
+
+    epoch: int | None = Field(description="epochs completed, 0 to `epochs`")
+    epochs: int | None = Field(description="epochs the job trains in all (its config's `epochs`)")
+    step: int | None = Field(description="optimiser steps completed in the epoch being trained")
     steps_per_epoch: int | None
-    global_step: int | None
+    global_step: int | None = Field(description="optimiser steps completed in all, 0 to `total_steps`")
     total_steps: int | None
     fraction: float | None
     images_per_s: float | None
@@ -92,7 +97,8 @@ class Progress(BaseModel):
         fraction = None
         if job.total_steps and job.global_step is not None:
             fraction = min(job.global_step / job.total_steps, 1.0)
-        return cls(epoch=job.epoch, step=job.step, steps_per_epoch=job.steps_per_epoch,
+        epochs = job.config.get("epochs") if job.kind == "train" and isinstance(job.config, dict) else None
+        return cls(epoch=job.epoch, epochs=epochs, step=job.step, steps_per_epoch=job.steps_per_epoch,
                    global_step=job.global_step, total_steps=job.total_steps, fraction=fraction,
                    images_per_s=job.images_per_s, step_time_s=job.step_time_s, loss=job.loss)
 
