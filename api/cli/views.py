@@ -55,7 +55,8 @@ def progress_parts(job: dict[str, Any]) -> list[str]:
     parts = []
     epochs = progress.get("epochs") or (job.get("config") or {}).get("epochs")
     if progress.get("epoch") is not None and epochs:
-        parts.append(f"epochs done {progress['epoch']}/{epochs}")  # work done, as step is: README, "Epochs"
+        # Work done, as for steps (README: "Epochs count work done").
+        parts.append(f"epochs done {progress['epoch']}/{epochs}")
     if progress.get("total_steps"):
         parts.append(f"step {progress.get('global_step') or 0}/{progress['total_steps']}")
     if progress.get("loss") is not None:

@@ -137,7 +137,8 @@ function percent(job) {
   return f === null || f === undefined ? "" : `${Math.floor(f * 100)} %`;
 }
 
-// Epochs count work done, as steps do (README, "Epochs"): "1/2" while the second epoch trains, "2/2" at the end.
+// Epochs count work done, as steps do (README: "Epochs count work done"): "1/2" while the second epoch
+// trains, "2/2" at the end.
 function epochsDone(job) {
   const p = job.progress || {};
   return p.epoch === null || p.epoch === undefined || !p.epochs ? "" : `${p.epoch}/${p.epochs}`;
