@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8000
+KEEP ?=
 
 .PHONY: run test up install lint bench constraints clean
 
@@ -19,8 +20,8 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-run: $(STAMP)  ## the main job end to end on the embedded default (SQLite, embedded broker, local checkpoints)
-	$(VENV)/bin/veernet demo --port $(PORT)
+run: $(STAMP)  ## the main job end to end on the embedded default (SQLite, embedded broker, local checkpoints); KEEP=1: then keep the service up
+	$(VENV)/bin/veernet demo --port $(PORT) $(if $(KEEP),--keep)
 
 up: $(STAMP)  ## the same processes against the stack named by DATABASE_URL, BROKER_URL, CHECKPOINT_URL, ...
 	$(VENV)/bin/veernet up --port $(PORT)

@@ -100,6 +100,11 @@ class Settings(BaseSettings):
         return self.broker_url.startswith("sqla+")
 
     @property
+    def uses_embedded_database(self) -> bool:
+        """The default SQLite file under the data dir: `veernet api` migrates it itself."""
+        return self.database_url == f"sqlite:///{self.veernet_data_dir / 'veernet.db'}"
+
+    @property
     def keys_required(self) -> bool:
         return self.veernet_admin_key is not None
 

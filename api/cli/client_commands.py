@@ -181,17 +181,24 @@ def checkpoints(job_id: JobArg, as_json: AsJson = False, url: Url = DEFAULT_URL,
 def download(
     checkpoint_id: Annotated[int | None, typer.Argument(help="the checkpoint's id (see `veernet checkpoints`)",
                                                         show_default=False)] = None,
-    job: Annotated[int | None, typer.Option(help="instead: this job's best checkpoint (else its newest)")] = None,
+    job: Annotated[int | None, typer.Option(help="instead: this job's best checkpoint, the one with the highest "
+                                            "validation IoU (its newest if none was validated yet)")] = None,
+    latest: Annotated[bool, typer.Option("--latest", help="with --job: its newest checkpoint instead of its "
+                                         "best")] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="where to save it [default: "
                                              "job-J-checkpoint-C.pt here]", show_default=False)] = None,
     url: Url = DEFAULT_URL, key: Key = None,
 ) -> None:
-    """Download a checkpoint, verified against its registered sha256 (nothing is kept if it does not match)."""
+    """Download a checkpoint, verified against its registered sha256 (nothing is kept if it does not match).
+
+    `--job N` takes the job's best checkpoint; `--job N --latest` its newest."""
     if (checkpoint_id is None) == (job is None):
         fail("name one checkpoint: `veernet download CHECKPOINT_ID` or `veernet download --job JOB_ID`")
+    if latest and job is None:
+        fail("--latest picks among a job's checkpoints: `veernet download --job JOB_ID --latest`")
     with api(url, key) as client:
         if checkpoint_id is None:
-            checkpoint_id = pick_checkpoint(client, job)  # type: ignore[arg-type]
+            checkpoint_id = pick_checkpoint(client, job, latest)  # type: ignore[arg-type]
         row = client.checkpoint(checkpoint_id)
         dest = out or Path(f"job-{row['job_id']}-checkpoint-{checkpoint_id}.pt")
         if dest.is_dir():
@@ -202,10 +209,13 @@ def download(
                     highlight=False)
 
 
-def pick_checkpoint(client: VeerNetClient, job_id: int) -> int:
+def pick_checkpoint(client: VeerNetClient, job_id: int, latest: bool = False) -> int:
+    """The job's best checkpoint (the newest if none is flagged best), or with ``latest`` its newest."""
     rows = client.checkpoints(job_id)
     if not rows:
         fail(f"job {job_id} has no committed checkpoint yet; see `veernet status {job_id}`")
+    if latest:
+        return int(max(rows, key=lambda r: (r["global_step"], r["id"]))["id"])
     return int(max(rows, key=lambda r: (r["is_best"], r["global_step"], r["id"]))["id"])
 
 

@@ -50,13 +50,21 @@ def api(host: str = "127.0.0.1", port: int = 8000,
         workers: Annotated[int, typer.Option(min=1, envvar="API_WORKERS",
                                              help="API processes sharing the port (about one per core)")] = 1,
         loglevel: str = "info") -> None:
-    """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only."""
+    """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only.
+
+    On the embedded default (no DATABASE_URL) it migrates its SQLite database first; any other database
+    is migrated with `veernet migrate`, and /healthz answers 503 until it is."""
     import uvicorn
 
     from api.settings import get_settings
 
     _logging(loglevel)
     notice = _checked_bind(host)
+    _checked_port(host, port)
+    if get_settings().uses_embedded_database:  # nothing configured: no separate `veernet migrate` to forget
+        from api.db import migrate as run_migrations
+
+        run_migrations()
     log.log(logging.INFO if get_settings().keys_required else logging.WARNING, notice)
     thread = None
     if reaper:
@@ -131,17 +139,30 @@ def up(host: str = "127.0.0.1", port: int = 8000,
 
     _logging(loglevel)
     _checked_bind(host)  # the API process logs the notice itself
+    _checked_port(host, port)
     raise typer.Exit(run_stack(host, port, _gpus(gpus), loglevel))
 
 
 @app.command()
-def demo(port: int = 8000,
-         keep: Annotated[bool, typer.Option(help="leave the service running afterwards")] = False) -> None:
-    """Start the service, train a small synthetic job over HTTP, download and verify its checkpoint."""
+def demo(port: Annotated[int, typer.Option(help="the API's port on 127.0.0.1; it must be free")] = 8000,
+         keep: Annotated[bool, typer.Option(help="then keep the service running, for its dashboard, until "
+                                            "Ctrl-C (make run KEEP=1)")] = False) -> None:
+    """What `make run` runs: start the service, train a small job over HTTP, download and verify its checkpoint,
+    digitise a scan."""
     from api.cli.demo import run_demo
 
     _logging("WARNING")
+    _checked_port("127.0.0.1", port, " (make run PORT=8001)")
     raise typer.Exit(run_demo(port, keep))
+
+
+def _checked_port(host: str, port: int, make_hint: str = "") -> None:
+    """A usage error naming the port if something already listens on it."""
+    from api.cli.processes import port_taken
+
+    problem = port_taken(host, port)
+    if problem is not None:
+        raise typer.BadParameter(f"{problem}; stop it, or choose another with --port{make_hint}", param_hint="--port")
 
 
 def _checked_bind(host: str) -> str:

@@ -5,9 +5,11 @@ No torch and no FastAPI here: `veernet worker` must stay light in the parent pro
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -37,6 +39,10 @@ class Managed:
 
 
 PRELOAD = {"VEERNET_PRELOAD": "1"}  # training and inference workers: torch imported once, before the pool forks
+# The memory probe (veernet_core.memory) counts allocations with torch's profiler, whose every start and stop
+# prints a trace marker line (kineto's "USDT" level, above ERROR) into the job's log; 6 silences kineto.
+# A user's own KINETO_LOG_LEVEL wins.
+QUIET_PROFILER = {"KINETO_LOG_LEVEL": "6"}
 
 
 def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: bool = False) -> list[str]:
@@ -50,7 +56,7 @@ def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: 
 
 def worker_processes(gpus: Sequence[str] | None, queue: str, loglevel: str = "INFO") -> list[Managed]:
     """One Celery worker per GPU, each seeing only its own device; or one CPU worker."""
-    base = {**os.environ, **PRELOAD}
+    base = {**QUIET_PROFILER, **os.environ, **PRELOAD}
     if not gpus:
         env = {**base, "CUDA_VISIBLE_DEVICES": ""}
         return [Managed(f"{queue}-cpu", celery_worker_argv(queue, f"{queue}-cpu@%h", loglevel), env)]
@@ -111,4 +117,23 @@ def _restart_dead(children: list[Managed]) -> None:
         log.warning("%s exited with %s; restarting (restart %d)", child.name, child.process.returncode,
                     child.restarts)
         child.start()
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why the API could not listen on ``host:port`` (something already does), or None if it could.
+
+    A bind test, as uvicorn binds (SO_REUSEADDR: a port left in TIME_WAIT by a service that just
+    stopped is free). Checked before anything starts: a client that found another service on the port
+    would report its answers as ours.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use (another service?)"
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
 
