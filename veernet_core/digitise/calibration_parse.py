@@ -1,4 +1,4 @@
-"""JSON-like calibration data -> a checked `Calibration`, collecting every bad field before raising.
+"""JSON-like calibration data -> the parts of a `Calibration`, collecting every bad field.
 
 Each part is read on its own (depth, each curve, each anchor, the track rows, the step), so that one bad
 field never hides another: the user fixes them all in one round. Field names come from
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from veernet_core.digitise.calibration import (
+from veernet_core.digitise.calibration_fields import INKS, STYLES, WRAP_LEVELS
+from veernet_core.digitise.calibration_scales import (
     Anchor,
-    Calibration,
     CalibrationError,
     CurveScale,
     DepthScale,
@@ -20,12 +20,14 @@ from veernet_core.digitise.calibration import (
     unknown_names,
     wrap_name,
 )
-from veernet_core.digitise.calibration_fields import INKS, STYLES, WRAP_LEVELS
 
 Errors = dict[str, str]
+Fields = tuple[DepthScale | None, tuple[CurveScale, ...] | None, tuple[float, float] | None, float | None, Errors]
 
 
-def parse_calibration(data: Any, height: int, width: int) -> Calibration:
+def parse_fields(data: Any, height: int, width: int) -> Fields:
+    """(depth, curves, (track_top, track_bottom), step, errors): each part None where it could not be read,
+    and every problem found reading them; `Calibration.from_dict` checks the whole against the image."""
     if not isinstance(data, dict):
         raise CalibrationError({"calibration": "must be an object with depth, curves, track_top, track_bottom, step"})
     errors: Errors = unknown_names(data, "", "")
@@ -34,14 +36,12 @@ def parse_calibration(data: Any, height: int, width: int) -> Calibration:
     curves = [_curve(c, f"curves[{k}]", errors) for k, c in enumerate(raw_curves or [])]
     top, bottom, step = (_number(data[name], name, errors) if name in data else _missing(name, errors)
                          for name in ("track_top", "track_bottom", "step"))
+    rows = None
     if top is not None and bottom is not None:  # checked even when other parts failed: one round of fixes
         errors.update(track_problems(top, bottom, height))
-    if depth is not None and top is not None and bottom is not None and step is not None and None not in curves:
-        calibration = Calibration(depth, tuple(c for c in curves if c is not None), top, bottom, step)
-        errors.update({k: v for k, v in calibration.problems(height, width).items() if k not in errors})
-        if not errors:
-            return calibration
-    raise CalibrationError(errors)
+        rows = (top, bottom)
+    read = None if raw_curves is None or None in curves else tuple(c for c in curves if c is not None)
+    return depth, read, rows, step, errors
 
 
 def _missing(name: str, errors: Errors) -> float | None:

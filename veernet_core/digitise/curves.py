@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
+from veernet_core.digitise.identity import Naming, name_traces
+from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 DEFAULT_TRACE = TraceOptions()  # frozen, so one shared default is safe
@@ -66,12 +68,14 @@ def channel_plan(num_classes: int, curves: int) -> list[tuple[int, list[int]]]:
     return [(k + 1, [k]) for k in range(curves)]
 
 
-def digitise(probabilities: np.ndarray, calibration: Calibration,
-             options: TraceOptions = DEFAULT_TRACE) -> Digitised:
-    """(C, H, W) class probabilities (channel 0 background) -> calibrated curves on a regular depth step."""
+def digitise(probabilities: np.ndarray, calibration: Calibration, options: TraceOptions = DEFAULT_TRACE,
+             scan: ScanPixels | None = None) -> Digitised:
+    """(C, H, W) class probabilities (channel 0 background) -> calibrated curves on a regular depth step,
+    named by the calibration's hints as the `scan`'s pixels bear them out (without it, by anchors alone)."""
     classes, height, width = probabilities.shape
     calibration.check(height, width)
-    return calibrate(trace_channels(probabilities, calibration, options), calibration, (height, width))
+    naming = name_traces(trace_channels(probabilities, calibration, options), calibration, scan)
+    return calibrate(naming, calibration, (height, width))
 
 
 def trace_channels(probabilities: np.ndarray, calibration: Calibration,
@@ -87,13 +91,15 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
     return [trace for trace in traces if trace is not None]
 
 
-def calibrate(traces: list[ColumnTrace], calibration: Calibration, image_size: tuple[int, int]) -> Digitised:
-    """Column traces of a (height, width) scan -> values on the calibration's regular depth step."""
+def calibrate(naming: Naming, calibration: Calibration, image_size: tuple[int, int]) -> Digitised:
+    """Named column traces of a (height, width) scan -> values on the calibration's regular depth step."""
     depth = depth_grid(calibration.depth, image_size[1], calibration.step)
     if depth.size == 0:
         raise CalibrationError({"step": f"no multiple of {calibration.step:g} lies within the scan's depths"})
     cols = calibration.depth.column_of(depth)
-    curves = [_resample(scale, trace, cols) for scale, trace in zip(calibration.curves, traces, strict=True)]
+    curves = [replace(_resample(scale, trace, cols), identity=identity, warnings=warnings)
+              for scale, trace, identity, warnings in zip(calibration.curves, naming.traces, naming.identity,
+                                                          naming.warnings, strict=True)]
     return Digitised(depth, calibration.depth.unit, calibration.step, curves, calibration, image_size)
 
 
