@@ -23,6 +23,7 @@ from api.errors import CheckpointNotFound, FieldErrors, JobNotFound, ServiceErro
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
 from veernet_core.digitise.calibration import Calibration, CalibrationError
+from veernet_core.digitise.calibration_fields import CALIBRATION_FIELDS
 from veernet_core.digitise.export import RESULT_FILES
 from veernet_core.digitise.rescale import check_scan_scale
 
@@ -113,6 +114,14 @@ def parse_options(raw: str | None) -> dict[str, Any]:
         except ValueError as exc:
             raise SegmentInputError("options.scan_scale", str(exc)) from exc
     return options
+
+
+def options_description() -> str:
+    """POST /segment's `options` form field, for the OpenAPI schema: the options and every calibration field."""
+    fields = "\n".join(f"- `{f.path}` ({f.summary}): {f.description}" for f in CALIBRATION_FIELDS)
+    return ("JSON object: `calibration` (required), `model` ({\"checkpoint_id\": n}, {\"job_id\": n} or omitted for "
+            "the bundled model), `rotate_portrait`, `scan_scale`, `well`. Calibration fields (docs/reference.md):\n"
+            + fields)
 
 
 def check_calibration(options: dict[str, Any], scan: Scan) -> dict[str, Any]:

@@ -190,3 +190,17 @@ def test_results_of_unknown_unfinished_or_training_jobs(client: TestClient) -> N
     assert response.status_code == 409 and "queued" in response.json()["detail"]
     train = client.post("/jobs", json={"kind": "train", "config": {"data": {"dataset_size": 40}}}).json()
     assert client.get(f"/jobs/{train['id']}/result").status_code == 404
+
+
+def test_the_openapi_schema_describes_every_calibration_and_train_config_field(client: TestClient) -> None:
+    from veernet_core.digitise.calibration_fields import CALIBRATION_FIELDS
+    from veernet_core.reference import config_descriptions
+
+    schema = client.get("/openapi.json").json()
+    form = next(iter(schema["paths"]["/segment"]["post"]["requestBody"]["content"].values()))["schema"]
+    ref = form["$ref"].rsplit("/", 1)[-1] if "$ref" in form else None
+    options = (schema["components"]["schemas"][ref] if ref else form)["properties"]["options"]
+    assert all(f"`{f.path}` ({f.summary}): {f.description}" in options["description"] for f in CALIBRATION_FIELDS)
+    config = schema["components"]["schemas"]["JobCreate"]["properties"]["config"]
+    assert config["properties"]["epochs"]["description"] == config_descriptions()["epochs"]
+    assert config["properties"]["model"]["properties"]["num_classes"]["description"]

