@@ -6,12 +6,11 @@ its bottom row, 1 + f on a backup scale past the bottom edge, so one linear (or 
 `CurveScale.to_value(u)` reads primary and backup scales alike.
 
 A binary model puts every curve in one channel; the tracer then follows several traces at once and
-keeps them apart through crossings by their lines before the crossing. Curves that look alike and
-cross often can still swap identity: nothing on the page tells them apart but their wraps (used to
-order them, see `_match_wraps`) and the user's check of the overlay. A multiclass model tells the
-curves apart by their line style (on the synthetic logs curve 1 is solid, curve 2 dashed) and gives
-each its own channel (`channel_plan`), so crossings cannot swap them; a dashed curve's gaps are
-bridged like any short gap (`TraceOptions.max_gap`).
+keeps them apart through crossings by their lines before the crossing, and a multiclass model gives
+each curve class its own channel (`channel_plan`). Either way, which trace is which curve is decided by
+`veernet_core.digitise.identity` from the calibration's hints (style, ink, anchors) as the scan bears
+them out, never by drawing order; a dashed curve's gaps are bridged like any short gap
+(`TraceOptions.max_gap`).
 """
 
 from __future__ import annotations
