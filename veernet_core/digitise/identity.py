@@ -61,6 +61,8 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     half = max(1, round(0.012 * span))  # rows either side of a trace that its stroke may cover
     near = _touching(traces, max(2.0 * half + 2.0, 2.0))
     bounds = stretches(near)
+    if not any(curve.style or curve.ink for curve in calibration.curves):
+        scan = None  # nothing to hold the looks against: anchors alone name the curves
     page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
     looks = [[_look(scan, page, t, a, b, near, half) for t in traces] for a, b in bounds]
     evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
