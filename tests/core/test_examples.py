@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +99,14 @@ def test_the_example_job_is_a_valid_config_that_trains(tmp_path: Path) -> None:
                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"status": "completed"' in done.stdout and list(tmp_path.glob("epoch-0001-*.pt"))
+
+
+def test_the_core_command_line_reads_the_yaml_options_and_says_how_curves_were_named(tmp_path: Path,
+                                                                                  capsys: Any) -> None:
+    from veernet_core.__main__ import main
+
+    assert main(["digitise", str(EXAMPLES / "scan-track.png"), "--calibration", str(EXAMPLES / "calibration-track.yaml"),
+                 "--out", str(tmp_path)]) == 0
+    said = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert said["identity"] == {"SP": "anchored", "NPHI": "hinted"} and said["warnings"] == []
+    assert (tmp_path / "result.las").exists()
