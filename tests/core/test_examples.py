@@ -105,8 +105,8 @@ def test_the_core_command_line_reads_the_yaml_options_and_says_how_curves_were_n
                                                                                   capsys: Any) -> None:
     from veernet_core.__main__ import main
 
-    assert main(["digitise", str(EXAMPLES / "scan-track.png"), "--calibration", str(EXAMPLES / "calibration-track.yaml"),
-                 "--out", str(tmp_path)]) == 0
+    scan, options = EXAMPLES / "scan-track.png", EXAMPLES / "calibration-track.yaml"
+    assert main(["digitise", str(scan), "--calibration", str(options), "--out", str(tmp_path)]) == 0
     said = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert said["identity"] == {"SP": "anchored", "NPHI": "hinted"} and said["warnings"] == []
     assert (tmp_path / "result.las").exists()
