@@ -1,4 +1,5 @@
-"""The files in examples/ stay true: each is accepted and does what its comments say."""
+"""The files in examples/ stay true: each is accepted and does what its comments say. When the synthetic
+generator draws differently, `python scripts/make_examples.py` writes them anew."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from veernet_core.digitise.predict import bundled_model_path, load_model, read_c
 from veernet_core.synth import SynthLog, generate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+REGENERATE = "veernet_core.synth draws this log differently now: run python scripts/make_examples.py"
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -48,7 +50,7 @@ def _median_error(log: SynthLog, k: int, depths: np.ndarray, values: np.ndarray,
 
 def test_the_synthetic_example_is_its_scan_and_digitises_with_named_curves() -> None:
     log = generate(2026, 9, 0.1, 3)
-    np.testing.assert_array_equal(_pixels("scan-synthetic.png"), log.image)
+    np.testing.assert_array_equal(_pixels("scan-synthetic.png"), log.image, err_msg=REGENERATE)
     calibration = _load("calibration-synthetic.yaml")
     truth = log.calibration()
     assert calibration["depth"]["top"] == truth["depth"]["top"]
@@ -69,7 +71,7 @@ def test_the_synthetic_example_is_its_scan_and_digitises_with_named_curves() -> 
 
 def test_the_track_example_is_a_crop_of_its_log_and_digitises() -> None:
     log = generate(2026, 7, 0.1, 3)
-    np.testing.assert_array_equal(_pixels("scan-track.png"), log.image[3:62, 150:750])
+    np.testing.assert_array_equal(_pixels("scan-track.png"), log.image[3:62, 150:750], err_msg=REGENERATE)
     options = _load("calibration-track.yaml")
     calibration = options["calibration"]
     for col, depth in calibration["depth"]["ticks"]:
