@@ -78,7 +78,9 @@ def test_colour_names_curves_on_a_colour_scan() -> None:
     result = _digitise(log, [{"ink": "blue"}, {"ink": "red"}])
     assert min(_shares(log, result, [1, 0])) >= 0.95
     gray = render(0, [Drawn("solid", "red"), Drawn("solid", "blue")], colour=False)
-    assert [c.identity for c in _digitise(gray, [{"ink": "blue"}, {"ink": "red"}]).curves] == ["ambiguous"] * 2
+    on_gray = _digitise(gray, [{"ink": "blue"}, {"ink": "red"}]).curves
+    assert [c.identity for c in on_gray] == ["ambiguous"] * 2
+    assert all("colour hints need a colour upload" in c.warnings[0] for c in on_gray)
 
 
 def _apart_column(log: RenderedLog) -> int:

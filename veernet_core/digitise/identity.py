@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CurveScale
+from veernet_core.digitise.calibration_fields import INK_COLOURS
 from veernet_core.digitise.ink import (
     Look,
     Page,
@@ -71,7 +72,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored)
     warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration)
-                for c, curve in enumerate(calibration.curves)]
+                + _unseen_colour(curve, scan) for c, curve in enumerate(calibration.curves)]
     return Naming(named, identity, warnings)
 
 
@@ -232,6 +233,13 @@ def _vote(looks: list[Look], label: Callable[[Look], str]) -> str:
     return max(votes, key=votes.__getitem__)
 
 
+def _unseen_colour(curve: CurveScale, scan: ScanPixels | None) -> tuple[str, ...]:
+    """A colour hint on a gray upload says nothing: the user should know it went unused."""
+    if scan is not None and scan.colour is None and curve.ink in INK_COLOURS:
+        return (f"declared ink {curve.ink}, but the scan is gray: colour hints need a colour upload",)
+    return ()
+
+
 def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTrace,
                     calibration: Calibration) -> tuple[str, ...]:
     """A line per hint the scan does not bear out for this curve's named trace: its stretches' looks vote,
@@ -245,7 +253,8 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
                 ("style", curve.style, _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen,
                                              style_label), f"ink in {100 * inked:.0f} % of its columns"),
                 ("ink", curve.ink, _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black")):
-            if hint is not None and label != hint:
+            unseen = name == "ink" and hint in INK_COLOURS and all(look.rgb is None for look in seen)  # a gray scan
+            if hint is not None and label != hint and not unseen:
                 lines.append(f"declared {name} {hint}, but the trace named {curve.mnemonic} looks {label} ({measured})")
     width = trace.u.size
     for anchor in curve.anchors:
