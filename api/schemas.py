@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.models import Checkpoint, Job, JobEvent
 from veernet_core.config import CHOICES, RANGES, DataConfig, ModelConfig, TrainConfig, allowed_range
+from veernet_core.reference import config_descriptions
 
 
 def config_schema(cls: type, prefix: str, bounds: dict[str, tuple[float, str]]) -> dict[str, Any]:
@@ -23,10 +24,12 @@ def config_schema(cls: type, prefix: str, bounds: dict[str, tuple[float, str]]) 
             continue
         default = getattr(defaults, field.name)
         properties[field.name] = {**_FIELD_TYPES[str(field.type)], "default": list(default) if isinstance(
-            default, tuple) else default, **_range(dotted, bounds), **_choices(dotted)}
+            default, tuple) else default, **_range(dotted, bounds), **_choices(dotted),
+            "description": _DESCRIPTIONS.get(dotted, "")}
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 
+_DESCRIPTIONS = config_descriptions()  # the comment beside each field in veernet_core/config.py
 _FIELD_TYPES: dict[str, dict[str, Any]] = {
     "int": {"type": "integer"}, "float": {"type": "number"}, "bool": {"type": "boolean"}, "str": {"type": "string"},
     # model.widths: the stem and five stride-2 stages

@@ -81,11 +81,11 @@ def evaluate_log(log: SynthLog, probs: np.ndarray, digitised: Digitised | None =
         def error(perm: tuple[int, ...]) -> float:
             return sum(float(np.nansum(np.abs(traces[p].u - truths[k]))) for k, p in enumerate(perm))
         order = list(min(itertools.permutations(range(len(traces))), key=lambda p: error(tuple(p))))
-    wraps = [c.wrap for c in calibration_for(log).curves]
+    wraps = [c.wrap_levels for c in calibration_for(log).curves]
     preds = []
     for k in range(len(log.curves)):
         trace = traces[order[k]]
-        readable = np.isfinite(trace.u) & ((trace.level == 0) | (trace.level == wraps[k]))
+        readable = np.isfinite(trace.u) & ((trace.level == 0) | np.isin(trace.level, wraps[k]))
         preds.append(np.where(readable, trace.u, np.nan))
     nearest = _nearest_per_column(preds, truths)
     return [{"truth": truths[k], "pred": preds[k], "nearest": nearest[k], "inked": curve.inked,

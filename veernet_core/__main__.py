@@ -88,7 +88,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_digitise(args: argparse.Namespace) -> int:
-    from veernet_core.digitise.export import RESULT_FILES
+    from veernet_core.digitise.export import RESULT_FILES, result_warnings
     from veernet_core.digitise.pipeline import ScanOptions, digitise_scan
     from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint
 
@@ -100,7 +100,7 @@ def cmd_digitise(args: argparse.Namespace) -> int:
                           scan_name=Path(args.scan).name, max_pixels=args.max_pixels, tile_width=args.tile_width,
                           overlap=args.overlap)
     model_id = "file/" + Path(args.checkpoint).name if args.checkpoint else "bundled/veernet-small"
-    result = digitise_scan(Path(args.scan).read_bytes(), json.loads(Path(args.calibration).read_text()), model,
+    result = digitise_scan(Path(args.scan).read_bytes(), _calibration_file(Path(args.calibration)), model,
                            model_id, options)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -109,8 +109,22 @@ def cmd_digitise(args: argparse.Namespace) -> int:
     curves = result.curves
     print(json.dumps({"out": str(out), "model_sha256": result.model_sha256, "samples": int(curves.depth.size),
                       "inference": result.resampling.to_dict(),
-                      "found": {c.mnemonic: round(float((c.values == c.values).mean()), 4) for c in curves.curves}}))
+                      "found": {c.mnemonic: round(float((c.values == c.values).mean()), 4) for c in curves.curves},
+                      "identity": {c.mnemonic: c.identity for c in curves.curves},
+                      "warnings": result_warnings(curves)}))
     return 0
+
+
+def _calibration_file(path: Path) -> dict[str, Any]:
+    """A calibration from JSON or YAML; a file of whole POST /segment options (examples/) gives its calibration."""
+    text = path.read_text()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    return data["calibration"] if isinstance(data, dict) and "calibration" in data else data
 
 
 def parser() -> argparse.ArgumentParser:
@@ -138,8 +152,9 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("digitise", help="digitise a scanned log into JSON, CSV, LAS 2.0, a mask and an overlay")
     d.add_argument("scan", help="PNG, TIFF or JPEG scan; depth along the width")
     d.add_argument("--calibration", required=True,
-                   help="JSON: depth {top, bottom, unit} or {ticks, unit}; curves [{mnemonic, unit, left, right, "
-                        "log, wrap}]; track_top, track_bottom, step (see veernet_core/digitise/calibration.py)")
+                   help="JSON or YAML: depth {top, bottom, unit} or {ticks, unit}; curves [{mnemonic, left, right, "
+                        "...}]; track_top, track_bottom, step (every field: docs/reference.md), or whole POST "
+                        "/segment options holding it")
     d.add_argument("--out", required=True, help="directory for result.json/.csv/.las, mask.png, overlay.png")
     d.add_argument("--checkpoint", help="checkpoint file (default: the bundled model)")
     d.add_argument("--rotate-portrait", action="store_true", help="turn a portrait scan so depth runs along the width")

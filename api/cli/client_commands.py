@@ -257,6 +257,10 @@ def segment(
             write_file(path, data)
             views.out.print(f"wrote {path} ({fmt.upper()}, {len(data)} bytes) from segment job {job_id}",
                             markup=False, highlight=False)
+        # Curves named by drawing order alone, or hints the scan contradicts: said where the user looks.
+        summary = result if result is not None else json.loads(client.result(job_id, "json"))
+        for warning in summary.get("warnings", []):
+            views.err.print(f"warning: {warning}", markup=False, highlight=False)
 
 
 def segment_options(calibration: Path, well: str | None, model_checkpoint: int | None, model_job: int | None,

@@ -361,7 +361,8 @@ function segmentPage() {
     h("p", {}, h("label", {}, "Scanned log (PNG, TIFF or JPEG; depth along the width) ", file)),
     h("div", { class: "scan-view" }, preview),
     h("p", { class: "hint" }, "Options: the calibration read off the log (depth at two ends or two ticks, the ",
-      "track's top and bottom rows, each curve's scale), optionally a model ({\"checkpoint_id\": n} or ",
+      "track's top and bottom rows, each curve's scale and, to tell the curves apart, the style, ink and ",
+      "anchors the log's legend and a reading give them; every field in docs/reference.md), optionally a model ({\"checkpoint_id\": n} or ",
       "{\"job_id\": n}; the bundled model if omitted), the well's name, and scan_scale (1.0 = full resolution, ",
       "480-640 px tall at about 300 dpi; taken from the scan's height if omitted)."),
     options, h("p", {}, h("button", { type: "submit", id: "segment-submit" }, "Digitise")), errors);

@@ -43,7 +43,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 def submit_segment(file: Annotated[UploadFile, File(description="PNG, TIFF or JPEG scan")],
                    session: SessionDep, settings: SettingsDep, store: StoreDep, principal: PrincipalDep,
                    response: Response,
-                   options: Annotated[str | None, Form(description="JSON: calibration, model, ...")] = None,
+                   options: Annotated[str | None, Form(description=segment.options_description())] = None,
                    wait: bool = False, timeout: float = Query(30.0, gt=0)) -> Any:
     """Queue a scan for digitising; with wait=true answer with the result if it is done in time."""
     limits.check_submission(session, principal, settings)

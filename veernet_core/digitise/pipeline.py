@@ -19,10 +19,12 @@ import numpy as np
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised
 from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.predict import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_OVERLAP,
     DEFAULT_TILE_WIDTH,
+    load_colour,
     load_image,
     predict_probabilities,
 )
@@ -82,12 +84,13 @@ def digitise_scan(scan: bytes, calibration: dict[str, Any], model: ModelSource, 
     the decoded scan) -> every result file; `model_id` is recorded in them beside the checkpoint's sha256."""
     clock = timer or StageTimer()
     image = clock("decode", load_image, scan, options.max_pixels, options.rotate_portrait)
-    network, sha256 = clock("model", model)
     checked = Calibration.from_dict(calibration, *image.shape)
+    colour = clock("decode", load_colour, scan, options.rotate_portrait)  # inks' colours, for naming curves
+    network, sha256 = clock("model", model)
     probabilities, resampling = predict_scan(network, image, options.scan_scale, options.max_pixels,
                                              options.tile_width, options.overlap, clock)
     meta = ExportMeta(sha256, model_id, options.scan_name, options.well, read_at=resampling.read_at)
-    curves, files = trace_and_export(image, checked, probabilities, resampling, meta, clock)
+    curves, files = trace_and_export(ScanPixels(image, colour), checked, probabilities, resampling, meta, clock)
     return ScanResult(files, curves, probabilities, resampling, sha256)
 
 
@@ -104,16 +107,18 @@ def predict_scan(model: VeerNet, image: np.ndarray, scan_scale: float | None = N
     return probabilities, resampling
 
 
-def trace_and_export(image: np.ndarray, calibration: Calibration, probabilities: np.ndarray, resampling: Resampling,
+def trace_and_export(scan: ScanPixels, calibration: Calibration, probabilities: np.ndarray, resampling: Resampling,
                      meta: ExportMeta, timer: StageTimer | None = None) -> tuple[Digitised, dict[str, bytes]]:
-    """Probabilities -> (the scan's curves, the result files by name), every file on the scan's own grid."""
+    """Probabilities -> (the scan's curves, named on its pixels; the result files by name), every file on
+    the scan's own grid."""
     clock = timer or StageTimer()
+    image = scan.gray
     # zlib and Pillow encode PNGs without holding the GIL: the mask is encoded beside the (pure Python)
     # tracing and the overlay beside the text formats, on the core the forward pass no longer needs; two
     # threads, so the overlay never waits behind a mask that is still compressing.
     with ThreadPoolExecutor(2, thread_name_prefix="png") as background:
         mask = background.submit(clock, "mask", mask_png, probabilities, image.shape)
-        curves = clock("trace", scan_curves, probabilities, calibration, resampling)
+        curves = clock("trace", scan_curves, probabilities, calibration, resampling, None, scan)
         overlay = background.submit(clock, "overlay", overlay_png, image, curves)
         files = {
             "result": clock("json", lambda: json.dumps(to_json(curves, meta, resampling.to_dict()),

@@ -28,6 +28,8 @@ import torch.nn.functional as F
 from veernet_core.data import MIN_SIDE
 from veernet_core.digitise.calibration import Calibration, DepthScale
 from veernet_core.digitise.curves import Digitised, calibrate, digitise, trace_channels
+from veernet_core.digitise.identity import name_traces
+from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
 
@@ -120,17 +122,18 @@ def _to_grid(position: float, factor: float) -> float:
 
 
 def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling: Resampling,
-                options: TraceOptions | None = None) -> Digitised:
+                options: TraceOptions | None = None, scan: ScanPixels | None = None) -> Digitised:
     """Probabilities on the model's grid -> curves of the scan: traced on the model's grid, mapped to the
-    scan's columns and read on the calibration's depth step (plain `digitise` when the grids are one)."""
+    scan's columns, named on the `scan`'s own pixels (`identity.name_traces`) and read on the calibration's
+    depth step (plain `digitise` when the grids are one)."""
     if not resampling.resampled:
-        return digitise(probabilities, calibration, options or TraceOptions())
+        return digitise(probabilities, calibration, options or TraceOptions(), scan)
     calibration.check(*resampling.scan_size)
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
     traces = trace_channels(probabilities, small, options or TraceOptions())
     width = resampling.scan_size[1]
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
-    return calibrate(mapped, calibration, resampling.scan_size)
+    return calibrate(name_traces(mapped, calibration, scan), calibration, resampling.scan_size)
 
 
 def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: float) -> ColumnTrace:
