@@ -38,8 +38,9 @@ async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
     if not gc.get_freeze_count():
         gc.collect()
         gc.freeze()
-    warm_up_planner()
+    warming = warm_up_planner()
     yield
+    warming.join()
 
 
 app = FastAPI(

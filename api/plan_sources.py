@@ -124,7 +124,10 @@ def table_estimate(session: Session, gpu: KnownGpu, config: TrainConfig, classes
                       detail, estimate={**rates, "assumptions": assumptions})
 
 
-def warm_up_planner() -> None:
+def warm_up_planner() -> threading.Thread:
     """Count the default model's FLOPs once, in the background: the FLOP counter's first use in a process costs
-    seconds (torch's meta kernels load), which no plan should wait for. Later model configs cost ~0.3-0.7 s."""
-    threading.Thread(target=model_flops, args=(TrainConfig().model,), name="plan-warm-up", daemon=True).start()
+    seconds (torch loads its meta kernels and their imports), which no plan should wait for; later model
+    configs cost 0.2-0.5 s. Not a daemon: a process exiting with it inside torch would abort; join it."""
+    thread = threading.Thread(target=model_flops, args=(TrainConfig().model,), name="plan-warm-up")
+    thread.start()
+    return thread
