@@ -116,12 +116,17 @@ def plan_run(session: Session, request: PlanRequest, settings: Settings, princip
                      window_s=request.window_hours * 3600.0, utilisation=request.utilisation, tiers=request.tiers,
                      memory_measured_on=memory.measured_on, memory_extrapolated=memory.extrapolated)
     status = _measurement(speed, probe, target, config, skipped)
-    if status["status"] != "measured":
-        plan.warnings.insert(0, status["message"])
+    _warn(plan, status, sizes)
+    return Outcome(plan, status)
+
+
+def _warn(plan: Plan, measurement: dict[str, Any], sizes: Any) -> None:
+    """A throughput that is not a measurement heads the warnings; sizes a manifest does not list close them."""
+    if measurement["status"] != "measured":
+        plan.warnings.insert(0, measurement["message"])
     if isinstance(sizes, ManifestSizes) and sizes.stood_in:
         plan.warnings.append(f"{sizes.stood_in} images of the manifest list no size: they stand in with the sizes "
                              f"of {sizes.sampled} image headers read; list height and width for an exact plan")
-    return Outcome(plan, status)
 
 
 def resolve_target(session: Session, request: PlanRequest, classes: dict[str, int]) -> Target:

@@ -75,7 +75,8 @@ def api(host: str = "127.0.0.1", port: int = 8000,
 @app.command()
 def worker(gpus: Annotated[str, typer.Option(help="GPU indices, one worker process each: 0,1")] = "",
            cpu: Annotated[bool, typer.Option(help="one worker on the CPU")] = False,
-           queue: Annotated[str, typer.Option(help="train or segment")] = "train",
+           queue: Annotated[str, typer.Option(help="train (its workers also run the planner's probe jobs) or "
+                                                   "segment")] = "train",
            loglevel: str = "INFO") -> None:
     """Start one Celery worker process per GPU (or one on the CPU), and keep them running."""
     _logging(loglevel)

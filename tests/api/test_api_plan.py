@@ -354,3 +354,24 @@ def test_a_measured_device_is_planned_with_its_own_memory_model_and_a_named_size
     assert plan["time"] is None and plan["measurement"]["probe"]["status"] == "pending"
     assert [job.config["target_class"] for job in probe_jobs()] == [GPU]
     assert plan["memory"]["bytes_per_pixel"] is None and "none measured" in plan["memory"]["source"]
+
+
+def test_a_manifest_that_lists_no_sizes_is_planned_from_a_bounded_sample_of_headers(client: Any,
+                                                                                     service: Settings) -> None:
+    from PIL import Image
+
+    from api.plan_fleet import MANIFEST_HEADER_READS
+
+    folder = Path(service.datasets_url) / "local" / "scans"
+    folder.mkdir(parents=True)
+    items = []
+    for k in range(MANIFEST_HEADER_READS + 8):
+        Image.new("L", (300 + 10 * k, 40)).save(folder / f"{k}.png")
+        items.append({"image": f"{k}.png", "mask": f"{k}.mask.png"})  # no height/width: a header to read
+    write_manifest(folder, items)
+    labelled = {**CONFIG, "data": {"kind": "manifest", "manifest_url": "scans"}}
+    response = client.post("/plan", json={"config": labelled, "device_class": "L4", "probe": False})
+    assert response.status_code == 200, response.text
+    assert f"8 images of the manifest list no size: they stand in with the sizes of {MANIFEST_HEADER_READS} image " \
+           "headers read" in response.json()["warnings"][-1]
+    assert response.json()["data"]["train_images"] + response.json()["data"]["val_images"] == len(items)
