@@ -35,8 +35,8 @@ class PlanBody(BaseModel):
     interruptions: float | None = Field(None, ge=0, le=1000, description=(
         "k expected interruptions. Omitted: failure_rate_per_hour x compute time, else the class's measured rate"))
     failure_rate_per_hour: float | None = Field(None, ge=0, le=100)
-    utilisation: float = Field(0.5, gt=0, le=1, description="Share of a month's hours the rented box does paid "
-                               "work: hourly rate = monthly rent / (730.5 h x utilisation)")
+    utilisation: float = Field(0.5, ge=0.01, le=1, description="Share of a month's hours the rented box does paid "
+                               "work: hourly rate = monthly rent / (730.5 h x utilisation); at least 1 %")
     tiers: list[TierIn] = Field(default_factory=list, max_length=10, description=(
         "Tiers to cost besides the engagement's 750 and 1,800 EUR/month"))
     start_at: datetime | None = Field(None, description="When the run would start; gives finish_at")

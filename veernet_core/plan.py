@@ -167,16 +167,15 @@ def checkpoint_interval_s(config: TrainConfig, epoch_s: float, step_s: float) ->
     interval = epoch_s
     if config.checkpoint_every_steps:
         interval = min(interval, config.checkpoint_every_steps * step_s)
-    if config.checkpoint_every_minutes:
-        interval = min(interval, config.checkpoint_every_minutes * 60.0)
+    if config.checkpoint_every_minutes:  # the loop saves between steps: never more often than every step
+        interval = min(interval, max(config.checkpoint_every_minutes * 60.0, step_s))
     return interval
 
 
 def young_interval_s(checkpoint_s: float, failures_per_s: float) -> float | None:
     """The checkpoint interval that minimises write time plus expected recompute: sqrt(2 C / λ)."""
-    if failures_per_s <= 0:
-        return None
-    return math.sqrt(2.0 * checkpoint_s / failures_per_s)
+    interval = math.sqrt(2.0 * checkpoint_s / failures_per_s) if failures_per_s > 0 else math.inf
+    return interval if math.isfinite(interval) else None  # no failures (or too few to tell): none
 
 
 def expected_interruptions(reliability: Reliability, compute_s: float) -> tuple[float, float]:
@@ -204,8 +203,9 @@ def saves_per_run(config: TrainConfig, steps_per_epoch: int, epoch_s: float) -> 
     mid = 0
     if config.checkpoint_every_steps:
         mid = max(mid, (steps_per_epoch - 1) // config.checkpoint_every_steps)
-    if config.checkpoint_every_minutes:
-        mid = max(mid, math.ceil(epoch_s / (config.checkpoint_every_minutes * 60.0)) - 1)
+    if config.checkpoint_every_minutes:  # the loop saves between steps: at most one mid-epoch save a step
+        by_minutes = epoch_s / (config.checkpoint_every_minutes * 60.0)
+        mid = max(mid, steps_per_epoch - 1 if by_minutes >= steps_per_epoch else math.ceil(by_minutes) - 1)
     return config.epochs * (1 + mid)
 
 

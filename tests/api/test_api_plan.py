@@ -223,6 +223,7 @@ def test_a_tenant_over_its_submission_limits_gets_its_plan_without_a_probe(
     ({"config": CONFIG, "window_hours": -1}, "window_hours"),
     ({"config": CONFIG, "tiers": [{"name": "x", "eur_per_month": 0}]}, "tiers.0.eur_per_month"),
     ({"config": CONFIG, "utilisation": 1.5}, "utilisation"),
+    ({"config": CONFIG, "utilisation": 5e-324}, "utilisation"),  # an infinite hourly rate: a fuzzer's 500
     ({"config": {**CONFIG, "data": {"kind": "manifest", "manifest_url": "gone"}}}, "config.data.manifest_url"),
 ])
 def test_bad_requests_name_the_field(client: Any, body: dict[str, Any], field: str) -> None:
