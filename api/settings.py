@@ -64,9 +64,6 @@ class Settings(BaseSettings):
     max_epochs: int = Field(default=200, ge=1)  # 4x the engagement's 50-epoch schedule
     max_dataset_size: int = Field(default=100_000, ge=2)  # ~7x the 15,000-instance multiclass set
     max_scale: float = Field(default=1.0, gt=0, le=1.0)  # 1.0 = full-size synthetic logs
-    # POST /plan probes on the API's own host when the fleet has not run a model like it: bound the cost of
-    # one probe step (forward + backward over the probe's pixels); 4x what the default VeerNet needs.
-    plan_max_probe_gflops: float = Field(default=600.0, ge=0)
     # Per tenant key (never the admin key, nor the keys-off local user): queued jobs and submissions.
     max_queued_jobs_per_tenant: int = Field(default=100, ge=0)  # 0 = no cap
     submit_rate_per_minute: float = Field(default=60.0, ge=0)  # POST /jobs and /segment; 0 = no limit

@@ -292,7 +292,9 @@ def write_file(path: Path, data: bytes) -> None:
 def plan(
     config_file: Annotated[Path, typer.Argument(help="a training config (or a POST /jobs body) as JSON or YAML",
                                                 show_default=False)],
-    device_class: Annotated[str | None, typer.Option(help="a device class the fleet's workers reported")] = None,
+    device_class: Annotated[str | None, typer.Option(
+        help="a device class the fleet's workers reported, or a known GPU ('A100 80GB', 'L4': an estimate if "
+             "nothing measured it)")] = None,
     gpu_memory_gb: Annotated[float | None, typer.Option(help="instead: a GPU of this many GiB")] = None,
     window_hours: Annotated[float, typer.Option(help="the window the run must finish in")] = 12.0,
     interruptions: Annotated[float | None, typer.Option(help="expected interruptions k [default: from the "
@@ -300,8 +302,8 @@ def plan(
     failure_rate: Annotated[float | None, typer.Option(help="interruptions per hour")] = None,
     utilisation: Annotated[float, typer.Option(help="share of a rented month the box is busy (hourly rate)")] = 0.5,
     tier: Annotated[list[str] | None, typer.Option(help="NAME=EUR_PER_MONTH, another tier to cost (repeat)")] = None,
-    probe: Annotated[bool, typer.Option(help="probe the API's host when no completed job calibrates the plan")]
-    = True,
+    probe: Annotated[bool, typer.Option(help="queue a probe job for a worker when the fleet has not measured "
+                                         "this model config (the plan says it is pending)")] = True,
     svg: Annotated[Path | None, typer.Option(help="also write the plan's chart (SVG) here")] = None,
     as_json: AsJson = False, url: Url = DEFAULT_URL, key: Key = None,
 ) -> None:

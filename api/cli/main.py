@@ -89,7 +89,8 @@ PING_HELP = ("instead of starting them, ping the Celery workers this command sta
 def worker(gpus: Annotated[str, typer.Option(help="GPU indices, one worker process each: 0,1; or all: every GPU "
                                                   "of this machine (or container)")] = "",
            cpu: Annotated[bool, typer.Option(help="one worker on the CPU")] = False,
-           queue: Annotated[str, typer.Option(help="train or segment")] = "train",
+           queue: Annotated[str, typer.Option(help="train (its workers also run the planner's probe jobs) or "
+                                                   "segment")] = "train",
            loglevel: str = "INFO",
            ping: Annotated[bool, typer.Option(help=PING_HELP)] = False) -> None:
     """Start one Celery worker process per GPU (or one on the CPU), and keep them running."""

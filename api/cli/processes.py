@@ -46,7 +46,9 @@ QUIET_PROFILER = {"KINETO_LOG_LEVEL": "6"}
 
 
 def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: bool = False) -> list[str]:
-    argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queue,
+    # A training worker also takes probe jobs: the planner's measurements of a model on its device.
+    queues = "train,probe" if queue == "train" else queue
+    argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queues,
             "--concurrency", "1", "--prefetch-multiplier", "1", "--pool", "prefork",
             "--hostname", hostname, "--loglevel", loglevel, "--without-gossip", "--without-mingle"]
     if queue == "segment":  # inference is short: keep the process and its loaded models between scans

@@ -219,19 +219,33 @@ def _number(value: Any) -> str:
 
 
 def plan_summary(plan: dict[str, Any]) -> list[str]:
-    """A plan in a dozen lines: what fits, how long, what interruptions cost, what it costs."""
-    mem, data, times, stops, ckpt = (plan["memory"], plan["data"], plan["time"], plan["interruptions"],
-                                     plan["checkpointing"])
+    """A plan in a dozen lines: what fits, how long, what interruptions cost, what it costs, and what the
+    throughput is (measured, an estimate, or pending a probe job)."""
+    mem, data = plan["memory"], plan["data"]
     widest = mem["widest_log"]
     fits = {True: "fits", False: "DOES NOT FIT", None: "not measured"}[widest["fits"]]
+    measurement = plan.get("measurement") or {}
     lines = [
         f"device          {plan['device_class']} ({mem['source']})",
+        f"throughput      {measurement.get('status', 'measured').upper()}: {measurement.get('message', '')}",
         f"memory          pixel budget {mem['pixel_budget']:,} px per micro-batch; widest log "
         f"{widest['width']} x {widest['height']} px {fits}",
         f"data            {data['train_images']} training / {data['val_images']} validation images, "
         f"{data['steps_per_epoch']} steps per epoch x {data['epochs']}, up to {data['accumulation_steps_max']} "
         f"micro-batches per step, padding waste {data['padding_waste']:.1%}",
-        f"compute         {duration(times['compute_s'])} (start-up {duration(times['startup_s'])}, training "
+    ]
+    if plan.get("time") is not None:
+        lines += _timed_lines(plan)
+    lines += [f"warning         {warning}" for warning in plan.get("warnings", [])
+              if warning != measurement.get("message")]
+    return lines
+
+
+def _timed_lines(plan: dict[str, Any]) -> list[str]:
+    times, stops, ckpt = plan["time"], plan["interruptions"], plan["checkpointing"]
+    estimate = "ESTIMATED " if (plan.get("throughput") or {}).get("source") == "gpu_table_estimate" else ""
+    lines = [
+        f"compute         {estimate}{duration(times['compute_s'])} (start-up {duration(times['startup_s'])}, training "
         f"{duration(times['train_s'])}, validation {duration(times['validation_s'])}, checkpoints "
         f"{duration(times['checkpoint_s'])}); {times['images_per_s']:.1f} images/s",
         f"interruptions   k = {stops['k']:.2f}, each {duration(stops['resume_tax_s'])} resume tax + "
@@ -243,9 +257,8 @@ def plan_summary(plan: dict[str, Any]) -> list[str]:
         lines.append(f"checkpoints     every {duration(ckpt['interval_s'])} now; the failure rate "
                      f"({ckpt['failure_rate_per_h']:.2f}/h) is best served every {best}")
     for cost in plan["costs"]:
-        lines.append(f"cost            {cost['tier']}: {cost['eur']:.2f} EUR ({cost['eur_per_month']:g} EUR/month at "
-                     f"{cost['utilisation']:.0%} use = {cost['eur_per_hour']:.2f} EUR/h)")
-    lines += [f"warning         {warning}" for warning in plan.get("warnings", [])]
+        lines.append(f"cost            {estimate}{cost['tier']}: {cost['eur']:.2f} EUR ({cost['eur_per_month']:g} "
+                     f"EUR/month at {cost['utilisation']:.0%} use = {cost['eur_per_hour']:.2f} EUR/h)")
     return lines
 
 

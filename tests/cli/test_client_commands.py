@@ -401,7 +401,9 @@ def test_plan_prints_the_plan_and_writes_its_chart(cli_service: CliService, trai
     shown = ok(cli("plan", str(path), "--interruptions", "2", "--tier", "spot=420", "--svg", "plan.svg",
                    "--no-probe", timeout_s=300))
     lines = shown.splitlines()
-    assert [line.split()[0] for line in lines[:5]] == ["device", "memory", "data", "compute", "interruptions"], shown
+    assert [line.split()[0] for line in lines[:6]] == ["device", "throughput", "memory", "data", "compute",
+                                                       "interruptions"], shown
+    assert lines[1].split()[1] == "MEASURED:" and "succeeded jobs" in lines[1], shown
     assert "k = 2.00" in shown and "window" in shown
     costs = [line for line in lines if line.startswith("cost")]
     assert len(costs) == 3 and "750 EUR/month" in costs[0] and costs[2].split()[1] == "spot:", shown

@@ -137,13 +137,24 @@ def test_demo_keep_leaves_the_service_up_with_the_job_s_dashboard_page_until_ctr
 
 
 def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedded_stack: Stack) -> None:
-    """Plan a small run on a fresh fleet (the probe), run it, compare; then plan it again from that run."""
+    """Plan a small run on a fresh fleet: the plan answers at once and queues a probe job, which the training
+    worker runs; plan again from its measurement, run the job, compare; then plan it again from that run."""
     from e2e_jobs import job_row, submit, wait_finished
 
     config = tiny_config(epochs=3, pixel_budget=0)  # the budget from the memory model, as the worker measures it
-    probed = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=600)
+    pending = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=30)
+    assert pending.status_code == 200, pending.text
+    probe = pending.json()["measurement"]["probe"]
+    assert probe["status"] == "pending" and pending.json()["time"] is None, pending.json()["measurement"]
+    probe_job = wait_finished(embedded_stack, probe["job_id"], timeout_s=300)
+    assert (probe_job.kind, probe_job.status) == ("probe", "succeeded"), probe_job.error
+    probed = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=30)
     assert probed.status_code == 200, probed.text
     plan = probed.json()
+    assert plan["throughput"]["source"] == "probe" and plan["measurement"]["probe"] is None, plan["measurement"]
+    assert plan["device_class"] == probe_job.device_class
+    assert plan["memory"]["source"].startswith(f"measured on {probe_job.device_class} by the worker of job "
+                                               f"{probe_job.id}")
     job_id = submit(embedded_stack, config)
     job = wait_finished(embedded_stack, job_id, timeout_s=600)
     assert job.status == "succeeded", job.error
@@ -157,7 +168,7 @@ def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedde
     calibrated = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0, "probe": False})
     assert calibrated.status_code == 200, calibrated.text
     again = calibrated.json()
-    assert again["throughput"] != plan["throughput"], "calibrated from the completed job, not the probe"
+    assert again["throughput"]["source"] == "completed_jobs", "calibrated from the completed job, not the probe"
     # The worker recorded the memory model it measured at the job's start; the plan now uses it.
     assert again["memory"]["source"].startswith(f"measured on {plan['device_class']} by the worker of job {job_id}")
     assert again["memory"]["extrapolated"] is False
