@@ -14,19 +14,23 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN apt-get update && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng && rm -rf /var/lib/apt/lists/*
 
 # torch first, from PyTorch's CPU index: the PyPI wheel for Linux is a CUDA build that pulls gigabytes
-# of CUDA libraries. `pip install .` below then finds `torch>=2.4` satisfied and keeps this build.
-# Its own layer, so a source change does not download torch again.
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# of CUDA libraries. `pip install .` below then finds `torch>=2.4` satisfied and keeps this build, and installs
+# torch's own dependencies from PyPI at the versions of constraints.txt (hence --no-deps here). Its own layer,
+# so a source change does not download torch again.
+RUN pip install --no-deps torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 
 # A non-editable install: the image runs the installed packages, not a source tree. Alembic finds its
 # scripts inside the installed `migrations` package (api.db.alembic_config), so no alembic.ini is needed.
 WORKDIR /tmp/veernet-src
-COPY pyproject.toml ./
+# Every dependency at the exact version the tests ran with (`make constraints` makes the file): a rebuild next
+# month installs the same packages, and `pip check` stops the build if any requirement is left unmet.
+COPY constraints.txt pyproject.toml ./
 COPY api ./api
 COPY worker ./worker
 COPY veernet_core ./veernet_core
 COPY migrations ./migrations
-RUN pip install . \
+RUN pip install --constraint constraints.txt . \
+    && pip check \
     && rm -rf /tmp/veernet-src
 
 # Non-root, by number (Kubernetes' runAsNonRoot can only verify a numeric user). VEERNET_DATA_DIR, its
@@ -39,10 +43,12 @@ USER 10001:10001
 WORKDIR /var/lib/veernet
 
 EXPOSE 8000
-# Liveness of the api (the default command). Other services built from this image disable it in
-# docker-compose.yml. Python's urllib, so the image needs no curl; urlopen raises on a non-2xx answer.
+# Health of the api (the default command): /healthz answers 503 while the database, the broker or the checkpoint
+# store is unreachable, which /livez would not notice. Other services built from this image bring their own
+# health check or disable this one in docker-compose.yml. Python's urllib, so the image needs no curl; urlopen
+# raises on a non-2xx answer.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/livez', timeout=4)"]
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
 
 ENTRYPOINT ["veernet"]
 CMD ["api", "--host", "0.0.0.0", "--port", "8000"]

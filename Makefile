@@ -1,41 +1,49 @@
-# Two commands on a fresh machine: `make run` and `make test`. Each installs what it needs.
+# Two commands on a fresh machine: `make run` and `make test`. Each installs what it needs, as `make bench` does.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8000
+KEEP ?=
 
-.PHONY: run test up install lint bench clean
+.PHONY: run test up install lint bench constraints clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# The CPU build of torch first, pinned, so nothing pulls a multi-GB CUDA build.
 	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e '.[test]'
+	# The images' versions (constraints.txt), so the tests run what the images ship; the test tools float.
+	$(PIP) install --quiet --constraint constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
 	./scripts/ensure-tesseract
 
-run: $(STAMP)  ## the main job end to end on the embedded default (SQLite, embedded broker, local checkpoints)
-	$(VENV)/bin/veernet demo --port $(PORT)
+run: $(STAMP)  ## the main job end to end on the embedded default (SQLite, embedded broker, local checkpoints); KEEP=1: then keep the service up
+	$(VENV)/bin/veernet demo --port $(PORT) $(if $(KEEP),--keep)
 
 up: $(STAMP)  ## the same processes against the stack named by DATABASE_URL, BROKER_URL, CHECKPOINT_URL, ...
 	$(VENV)/bin/veernet up --port $(PORT)
 
 test: $(STAMP)  ## install, start the services the tests need if they are down, run every test
 	./scripts/ensure-tesseract
-	./scripts/ensure-services
+	./scripts/ensure-services postgres redis chromium
 	$(VENV)/bin/pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy api worker veernet_core
 
-bench: $(STAMP)
-	for script in bench/*.py; do $(PY) $$script; done
+BENCHES := $(filter-out bench/benchio.py,$(wildcard bench/*.py))
+
+bench: $(STAMP)  ## install what the benches need (wrk; Postgres and Redis started if down), run each; one JSON line each
+	./scripts/ensure-services postgres redis wrk
+	for script in $(BENCHES); do $(PY) $$script || exit 1; done
+
+constraints:  ## pin every dependency the images install (constraints.txt), after a change to pyproject.toml
+	./scripts/freeze-constraints
 
 clean:
 	rm -rf var .pytest_cache

@@ -7,6 +7,7 @@ transaction races another writer. Postgres runs through psycopg 3.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -170,6 +171,22 @@ def migrate(url: str | None = None, revision: str = "head") -> None:
     from alembic import command
 
     command.upgrade(alembic_config(url), revision)
+
+
+@functools.cache
+def code_revisions() -> tuple[str, frozenset[str]]:
+    """The head revision of this code's migrations, and every revision they know."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config(url="sqlite://"))  # the scripts only: no database
+    return str(script.get_current_head()), frozenset(r.revision for r in script.walk_revisions())
+
+
+def schema_revision(connection: Connection) -> str | None:
+    """The revision the database's schema is at (None: never migrated)."""
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
 
 
 def alembic_config(url: str | None = None) -> Any:

@@ -84,12 +84,14 @@ def live_eta_seconds(job: Job, now: datetime | None = None) -> float | None:
     return max((job.eta_at - (now or utcnow())).total_seconds(), 0.0)
 
 
-def queued_estimate(session: Session, job: Job, workers: int,
-                    now: datetime | None = None) -> tuple[float | None, float | None]:
+def queued_estimate(session: Session, job: Job, now: datetime | None = None) -> tuple[float | None, float | None]:
     """(seconds until it starts, seconds until it finishes) for a queued job; None if unknown.
 
-    A requeued job resumes from its last checkpoint, so its own duration counts only the steps
-    after it: time lost to recoveries is in the ETA.
+    The workers of its queue are the jobs of its kind running now: a job stays queued only while every
+    worker of its queue is busy (an idle one claims it within moments), so however many GPUs a box has,
+    or boxes share the queue, nobody has to count them. (Briefly wrong: a job sent a moment ago, and a
+    dead worker's job until its lease expires.) A requeued job resumes from its last checkpoint, so its
+    own duration counts only the steps after it: time lost to recoveries is in the ETA.
     """
     now = now or utcnow()
     same_kind = (Job.kind == job.kind,)
@@ -102,7 +104,7 @@ def queued_estimate(session: Session, job: Job, workers: int,
     typical = _typical_duration(session, job.kind)
     start = estimate_queue_start([_time_left(r, typical, now) for r in running],
                                  [typical] * fresh_ahead + [_duration(session, a, typical) for a in resumed_ahead],
-                                 workers)
+                                 workers=max(len(running), 1))
     own = _duration(session, job, typical)
     return start, None if start is None or own is None else start + own
 

@@ -50,22 +50,11 @@ def body_too_large(size: int, method: str, path: str, settings: Settings, *, at_
 
 
 def train_bounds(settings: Settings) -> dict[str, tuple[float, str]]:
-    """{dotted TrainConfig field: (this service's maximum, the setting that says so)}."""
+    """{dotted TrainConfig field: (this service's maximum, the setting that says so)}: the ``caps`` of
+    TrainConfig.from_dict, so that a field has one allowed range, its own minimum to the lower maximum."""
     return {"epochs": (settings.max_epochs, "MAX_EPOCHS"),
             "data.dataset_size": (settings.max_dataset_size, "MAX_DATASET_SIZE"),
             "data.scale": (settings.max_scale, "MAX_SCALE")}
-
-
-def train_bound_errors(config: TrainConfig, settings: Settings) -> dict[str, str]:
-    """{"config." + dotted field: what to fix} for each field of a valid config above this service's bounds."""
-    errors = {}
-    for field, (limit, setting) in train_bounds(settings).items():
-        value: Any = config
-        for part in field.split("."):
-            value = getattr(value, part)
-        if value > limit:
-            errors[f"config.{field}"] = f"is {value:g}; this service allows at most {limit:g} ({setting})"
-    return errors
 
 
 def train_config(raw: dict[str, Any], settings: Settings, tenant: str) -> TrainConfig:
@@ -74,19 +63,15 @@ def train_config(raw: dict[str, Any], settings: Settings, tenant: str) -> TrainC
     A labelled dataset is named, not located: ``data.manifest_url`` becomes the tenant's own folder.
     """
     try:
-        config = TrainConfig.from_dict(raw)
+        config = TrainConfig.from_dict(raw, caps=train_bounds(settings))
     except ConfigError as exc:
         raise FieldErrors({f"config.{name}": message for name, message in exc.errors.items()}) from exc
-    errors = train_bound_errors(config, settings)
     if config.data.kind == "manifest":
         try:
             url = dataset_url(config.data.manifest_url, tenant, settings)
         except ValueError as exc:
-            errors["config.data.manifest_url"] = str(exc)
-        else:
-            config = replace(config, data=replace(config.data, manifest_url=url))
-    if errors:
-        raise FieldErrors(errors)
+            raise FieldErrors({"config.data.manifest_url": str(exc)}) from exc
+        config = replace(config, data=replace(config.data, manifest_url=url))
     return config
 
 

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.deps import reject_unknown_query
 from api.errors import ServiceError
 from api.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, database_unavailable, service_error_response
+from api.plan_sources import warm_up_planner
 from api.routes import checkpoints, dashboard, health, jobs, metrics, plan, scans, segment, timeline
 
 
@@ -32,12 +33,14 @@ async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
     The API imports veernet_core (and so torch): a quarter of a million long-lived objects, which every
     full collection would walk, 0.1-0.2 s during which no request is answered, the tail of every
     latency figure. Frozen, they are never walked again; what requests allocate is collected as usual.
-    Once per process.
+    Once per process. The planner's FLOP counter is warmed up in the background (see warm_up_planner).
     """
     if not gc.get_freeze_count():
         gc.collect()
         gc.freeze()
+    warming = warm_up_planner()
     yield
+    warming.join()
 
 
 app = FastAPI(

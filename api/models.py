@@ -36,6 +36,7 @@ NAMING_CONVENTION = {
 class JobKind(StrEnum):
     TRAIN = "train"
     SEGMENT = "segment"
+    PROBE = "probe"  # a planner's measurement of a model config on a worker's device (worker.probe_runner)
 
 
 class JobStatus(StrEnum):
@@ -86,7 +87,7 @@ class Base(DeclarativeBase):
 class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
-        CheckConstraint("kind IN ('train', 'segment')", name="kind"),
+        CheckConstraint("kind IN ('train', 'segment', 'probe')", name="kind"),
         CheckConstraint("status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="status"),
         Index(None, "status", "lease_expires_at"),  # the reaper: expired leases
         Index(None, "status", "queued_at"),  # the reaper: messages nobody claimed
@@ -167,6 +168,7 @@ class Checkpoint(Base):
 
 
 MEMORY_EVENT = "memory_measured"  # a training attempt's memory model and pixel budget; the planner reads it
+PROBE_EVENT = "throughput_measured"  # a probe job's throughput of its model config on its device; the planner reads it
 
 
 class JobEvent(Base):

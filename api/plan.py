@@ -1,72 +1,56 @@
-"""Planning a run against the fleet: calibration from completed jobs, then veernet_core.plan's arithmetic.
+"""Planning a run against the fleet: its measurements, a probe job where one is missing, veernet_core.plan's arithmetic.
 
-Where each input comes from (and what the plan says about it):
+The API process never probes: a plan answers at once from what the fleet has measured, and where a
+measurement is missing it queues a probe job for a worker (api.plan_probes) and says it is pending.
 
 - **Device class.** Workers record theirs at claim (``jobs.device_class``, with the device's memory).
-  A request names one of them, or a GPU memory size, or neither: then the class with the most
-  completed jobs, or this machine's on a fresh fleet.
-- **Memory model.** The device class's own, as its workers measured it for this model config at a
-  job's start (see api.plan_fleet); else this machine's probe: the device's own when the target is
-  this machine's class, otherwise extrapolated from this machine (float32, unscaled), which the plan
-  states (``memory.extrapolated``, ``memory.measured_on``) and warns about.
-- **Throughput.** The median over the class's last ``HISTORY_JOBS`` succeeded jobs of the same model
-  config, synthetic or manifest data alike (their layout is recomputed from their config and their
-  dataset's image sizes; see api.plan_fleet): padded pixels per step over their measured step time
-  (the worker's moving average), validation pixels over their validation time, their checkpoint
-  time, and start-up as what their wall-clock leaves over. A class with no such jobs falls back to
-  a probe on this machine (``probe=false`` refuses instead).
-- **Resume tax.** From each job's timeline: a ``recovered`` event carries the job's cumulative
-  recovery time; the part after the new attempt ``resumed`` (or was ``claimed``, if it started
-  over) is redone work, the rest is the tax: noticing the loss, queueing, restarting. With none
-  measured: one lease, one reaper pass and the start-up, stated as an estimate.
-- **Interruptions.** k as given, else the failure rate given, else the class's measured rate:
-  attempts lost to infrastructure per hour of its jobs' wall-clock.
+  A request names one of them; or a GPU of the known-GPU table (veernet_core.plan_gpus), by any of
+  its names ('A100 80GB', 'cuda:NVIDIA H100 PCIe'); or a GPU memory size (a reported GPU class of
+  that size, else the table's card of that size); or nothing: the class with the most completed
+  jobs. Anything else is a 422 that lists what is known.
+- **Throughput and memory model**: api.plan_sources, best first: the class's completed jobs, its
+  probe jobs, the GPU table's labelled estimate; memory models recorded by workers. With no
+  throughput at all the plan has no times (``time`` is null) and ``measurement`` says why.
+- **Measurement.** A probe job is queued when the target is a reported class with no throughput of
+  this model config, or when no worker has recorded a memory model of it anywhere (and the config
+  does not fix its pixel budget). ``measurement.status`` says what the throughput is ("measured",
+  "estimated" or "none") and ``measurement.probe`` what became of the probe.
+- **Resume tax and interruptions**: api.plan_reliability, from the class's job timelines.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
-import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
-from functools import lru_cache
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api.auth import Principal
 from api.errors import FieldErrors
 from api.limits import train_config
-from api.models import Job, JobEvent, JobStatus
-from api.plan_fleet import (
-    HISTORY_JOBS,
-    RecordedMemory,
-    calibrated,
-    calibration_rows,
-    dataset_sizes,
-    manifest_dataset,
-    recorded_memory,
-)
+from api.models import Job, JobStatus
+from api.plan_fleet import ManifestSizes, dataset_sizes
+from api.plan_probes import ProbeStatus, request_probe
+from api.plan_reliability import reliability
 from api.plan_schemas import PlanBody
+from api.plan_sources import GPU_PREFIX, choose_memory, measured_speed, table_estimate
 from api.settings import Settings
-from veernet_core.config import ModelConfig, TrainConfig
-from veernet_core.memory import MemoryModel
-from veernet_core.plan import Plan, Reliability, Throughput, Tier, make_plan
-from veernet_core.plan_probe import PROBE_STEP_PIXELS, device_class, device_memory_bytes, measure_here
+from veernet_core.config import TrainConfig
+from veernet_core.plan import Plan, Throughput, Tier, make_plan
+from veernet_core.plan_gpus import KNOWN_GPUS, KnownGpu, find_gpu, gpu_for_memory
 
 GIB = 2**30
-_probe_lock = threading.Lock()  # one probe at a time: two would only slow each other down
-PROBE_QUEUE_S = 5.0  # a request waits this long for another's probe before it is told to come back
-PROBE_RETRY_S = 30
+SAME_SIZE = 0.1  # a reported GPU class stands for a named memory size within this share of it
 
 
 class PlanError(FieldErrors):
-    """The request cannot be planned; ``errors`` maps a field to what to fix. A 429 says when to retry."""
+    """The request cannot be planned; ``errors`` maps a field to what to fix (422, or 409 for probe=false)."""
 
     def __init__(self, errors: dict[str, str], status: int = 422) -> None:
-        super().__init__(errors, status, {"Retry-After": str(PROBE_RETRY_S)} if status == 429 else None)
+        super().__init__(errors, status)
 
 
 @dataclass(frozen=True)
@@ -82,8 +66,26 @@ class PlanRequest:
     probe: bool = True
 
 
+@dataclass(frozen=True)
+class Target:
+    """What the plan is for: a class workers reported, a table GPU, or (a fresh fleet) nothing known yet."""
+
+    name: str  # as the plan names it
+    reported: str | None = None  # the workers' device class, when they reported it
+    gpu: KnownGpu | None = None  # the table's card, when the target is one
+    memory_bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A plan and what its throughput is: measured, estimated, or missing (and the probe asked for)."""
+
+    plan: Plan
+    measurement: dict[str, Any]
+
+
 def fleet_classes(session: Session) -> dict[str, int]:
-    """{device class: succeeded training jobs}, for every class a worker has reported."""
+    """{device class: succeeded jobs}, for every class a worker has reported."""
     rows = session.execute(select(Job.device_class, func.count()).where(Job.device_class.is_not(None))
                            .group_by(Job.device_class)).all()
     done = dict(session.execute(select(Job.device_class, func.count()).where(
@@ -91,202 +93,156 @@ def fleet_classes(session: Session) -> dict[str, int]:
     return {str(name): int(done.get(name, 0)) for name, _ in rows}
 
 
-def plan_run(session: Session, request: PlanRequest, settings: Settings) -> Plan:
-    """The plan for ``request``, from the fleet's measurements where there are any, else probes here.
-
-    Every database read comes first and its transaction ends before any probe: a probe takes seconds,
-    and Postgres ends sessions idle in a transaction for that long.
-    """
-    config, here = request.config, device_class("cpu")
-    classes = fleet_classes(session)
-    target = request.device_class or (None if request.gpu_memory_gb else _default_class(classes, here))
-    if target is not None and target not in classes and target != here:
-        known = ", ".join(sorted({*classes, here}))
-        raise PlanError({"device_class": f"no worker has reported {target!r}; known classes: {known}"})
-    memory_bytes = _target_memory_bytes(session, request, target)
-    recorded = recorded_memory(session, target, config) if target else None
-    history = calibration_rows(session, target) if target else []
-    taxes = resume_taxes(session, target) if target else []
-    rate = request.failure_rate_per_hour
-    if rate is None and request.interruptions is None and target:
-        rate = _measured_failure_rate(session, target)
-    session.rollback()  # read-only: end the transaction before probing
-    check_probe_cost(config, settings)
-    if not _probe_lock.acquire(timeout=PROBE_QUEUE_S):
-        raise PlanError({"probe": f"another plan is probing this host; retry in {PROBE_RETRY_S} s"}, 429)
-    try:
-        dataset = manifest_dataset(config, settings) if config.data.kind == "manifest" else None
-        measured = measure_here(config, "cpu", dataset, throughput=False)
-        memory = _memory_model(request, target, here, recorded, measured.memory)
-        calibration = calibrated(history, target or "", config, memory.model, memory_bytes,
-                                 lambda cfg: dataset_sizes(cfg, settings))
-        speed = calibration.speed
-        if speed is None:
-            if not request.probe:
-                raise PlanError({"probe": f"no succeeded jobs of {target or 'this GPU size'} with this model config "
-                                 "to calibrate from; set probe=true to measure on this machine"}, 409)
-            on_s3 = config.data.manifest_url.startswith("s3://")  # a fresh process has no S3 client: probe here
-            speed = replace(_probed_speed(config, dataset if on_s3 else None), notes=tuple(calibration.skipped))
-    finally:
-        _probe_lock.release()
-    name = target or f"GPU with {request.gpu_memory_gb:g} GiB"
-    reliability = _reliability(request, target, taxes, rate, speed, settings)
-    return make_plan(config, measured.sizes, device_class=name, memory=memory.model, memory_bytes=memory_bytes,
-                     memory_source=memory.source, speed=speed, reliability=reliability,
-                     window_s=request.window_hours * 3600.0, utilisation=request.utilisation,
-                     tiers=request.tiers, memory_measured_on=memory.measured_on,
-                     memory_extrapolated=memory.extrapolated)
+def plan_run(session: Session, request: PlanRequest, settings: Settings, principal: Principal) -> Outcome:
+    """The plan for ``request`` from the fleet's measurements; a probe job queued where one is missing."""
+    config, classes = request.config, fleet_classes(session)
+    target = resolve_target(session, request, classes)
+    memory = choose_memory(session, target.reported, target.name, config)
+    speed, skipped = (measured_speed(session, target.reported, config, settings, memory.model, target.memory_bytes)
+                      if target.reported else (None, []))
+    measured = speed is not None
+    if speed is None and target.gpu is not None and config.amp != "off":
+        speed = table_estimate(session, target.gpu, config, classes, settings)
+    rates = reliability(session, request.interruptions, request.failure_rate_per_hour, target.reported, speed,
+                        settings)
+    sizes = _sizes(config, settings)
+    session.rollback()  # read-only: end the transaction before queueing a probe in a session of its own
+    probe = _probe(request, target, memory.model is None, measured, principal, settings)
+    if speed is None and not request.probe:
+        raise PlanError({"probe": f"nothing measures or estimates this model config on {target.name}; set "
+                         "probe=true to have a worker measure it (a probe job), or name a GPU of the table"}, 409)
+    plan = make_plan(config, sizes, device_class=target.name, memory=memory.model, memory_bytes=target.memory_bytes,
+                     memory_source=memory.source, speed=speed, reliability=rates,
+                     window_s=request.window_hours * 3600.0, utilisation=request.utilisation, tiers=request.tiers,
+                     memory_measured_on=memory.measured_on, memory_extrapolated=memory.extrapolated)
+    status = _measurement(speed, probe, target, config, skipped)
+    _warn(plan, status, sizes)
+    return Outcome(plan, status)
 
 
-@dataclass(frozen=True)
-class ChosenMemory:
-    model: MemoryModel
-    source: str
-    measured_on: str  # the device class whose probe the model is
-    extrapolated: bool  # True: it stands for another device than the one it was measured on
+def _warn(plan: Plan, measurement: dict[str, Any], sizes: Any) -> None:
+    """A throughput that is not a measurement heads the warnings; sizes a manifest does not list close them."""
+    if measurement["status"] != "measured":
+        plan.warnings.insert(0, measurement["message"])
+    if isinstance(sizes, ManifestSizes) and sizes.stood_in:
+        plan.warnings.append(f"{sizes.stood_in} images of the manifest list no size: they stand in with the sizes "
+                             f"of {sizes.sampled} image headers read; list height and width for an exact plan")
 
 
-def _memory_model(request: PlanRequest, target: str | None, here: str, recorded: RecordedMemory | None,
-                  probed: MemoryModel) -> ChosenMemory:
-    """The target's own measured memory model if a worker recorded one for this model config, else this host's."""
-    if recorded is not None and target is not None:
-        return ChosenMemory(recorded.model, f"measured on {target} by the worker of job {recorded.job_id} "
-                            "(the training loop's own probe there)", target, False)
-    if target == here and not request.gpu_memory_gb:
-        return ChosenMemory(probed, f"probe on {here}: this machine, the training loop's own memory model", here, False)
-    stands_for = f"a {request.gpu_memory_gb:g} GiB GPU" if request.gpu_memory_gb else str(target)
-    why = "" if request.gpu_memory_gb and not target else (
-        f"; no job of this model config on {target} has recorded its memory model yet")
-    return ChosenMemory(probed, f"extrapolated from the probe on {here}, standing for {stands_for} (float32 "
-                        f"activations, unscaled: AMP would peak lower){why}", here, True)
-
-
-def check_probe_cost(config: TrainConfig, settings: Settings) -> None:
-    """Refuse (422) a model whose probe step would cost more than PLAN_MAX_PROBE_GFLOPS on this host."""
-    gflops = probe_step_gflops(config.model)
-    if gflops > settings.plan_max_probe_gflops:
-        raise PlanError({"config.model": (
-            f"a probe step of this model costs {gflops:,.0f} GFLOP; this service probes at most "
-            f"{settings.plan_max_probe_gflops:,.0f} (PLAN_MAX_PROBE_GFLOPS). Plan it with `veernet plan` "
-            "on a worker's host, or choose a smaller model")})
-
-
-@lru_cache(maxsize=256)
-def probe_step_gflops(model: ModelConfig) -> float:
-    """Forward and backward FLOPs of one probe step of ``model``, counted on the meta device (no memory, ~0.1 s)."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from veernet_core.model import build_model
-
-    height, width = 256, 1024  # FLOPs grow with pixels; scaled to the probe's step below
-    with torch.device("meta"):
-        network = build_model(model)
-        with FlopCounterMode(display=False) as counter:
-            network(torch.zeros(1, 1, height, width)).sum().backward()
-    return float(counter.get_total_flops()) / 1e9 * PROBE_STEP_PIXELS / (height * width)
-
-
-_PROBED: dict[str, Throughput] = {}  # this machine's probes, by what they depend on
-NOT_PROBED = ("epochs", "checkpoint_every_steps", "checkpoint_every_minutes", "keep_last", "validate_every_epochs")
-
-
-def _probed_speed(config: TrainConfig, dataset: Any = None) -> Throughput:
-    """The throughput probe, once per config (as far as the probe depends on it) in this process."""
-    key_fields = {k: v for k, v in config.to_dict().items() if k not in NOT_PROBED}
-    key_fields["data"] = {k: v for k, v in key_fields["data"].items() if k not in ("dataset_size", "val_fraction")}
-    key = json.dumps(key_fields, sort_keys=True)
-    if key not in _PROBED:
-        speed = measure_here(config, "cpu", dataset).speed
-        assert speed is not None  # a throughput probe was asked for
-        if len(_PROBED) >= 32:
-            _PROBED.pop(next(iter(_PROBED)))
-        _PROBED[key] = speed
-    return _PROBED[key]
-
-
-def _default_class(classes: dict[str, int], here: str) -> str:
-    return max(classes, key=lambda c: (classes[c], c)) if any(classes.values()) else here
-
-
-def _target_memory_bytes(session: Session, request: PlanRequest, target: str | None) -> float:
-    """The named GPU size, else the memory the target's workers last recorded, else this machine's."""
+def resolve_target(session: Session, request: PlanRequest, classes: dict[str, int]) -> Target:
+    """The device class (or table GPU, or size) the plan is for; PlanError (422) for one nothing knows."""
+    if request.device_class:
+        return _named_target(session, request, classes)
     if request.gpu_memory_gb:
-        return request.gpu_memory_gb * GIB
+        return _sized_target(session, request.gpu_memory_gb, classes)
+    if classes:
+        return _reported(session, max(classes, key=lambda c: (classes[c], c)), None)
+    return Target("no device yet: no worker of this fleet has run a job")
+
+
+def _reported(session: Session, name: str, gpu_memory_gb: float | None) -> Target:
+    """A class workers reported: the named GPU size, else the memory its workers last recorded, else the table's."""
+    gpu = find_gpu(name)
     recorded = session.scalar(select(Job.device_memory_bytes).where(
-        Job.device_class == target, Job.device_memory_bytes.is_not(None)).order_by(Job.id.desc()).limit(1))
-    return float(recorded) if recorded else float(device_memory_bytes("cpu"))
+        Job.device_class == name, Job.device_memory_bytes.is_not(None)).order_by(Job.id.desc()).limit(1))
+    memory = gpu_memory_gb * GIB if gpu_memory_gb else float(recorded) if recorded else None
+    if memory is None and gpu is not None:
+        memory = gpu.memory_gb * GIB
+    return Target(name, name, gpu, memory)
 
 
-def resume_taxes(session: Session, target: str) -> list[float]:
-    """Seconds from each measured interruption to the new attempt resuming, from the jobs' timelines."""
-    job_ids = session.scalars(select(Job.id).where(Job.device_class == target, Job.infra_failures > 0)
-                              .order_by(Job.id.desc()).limit(HISTORY_JOBS)).all()
-    taxes: list[float] = []
-    for job_id in job_ids:
-        events = session.scalars(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)).all()
-        taxes += timeline_taxes(events)
-    return taxes
+def _named_target(session: Session, request: PlanRequest, classes: dict[str, int]) -> Target:
+    name = str(request.device_class)
+    if name in classes:
+        return _reported(session, name, request.gpu_memory_gb)
+    gpu = find_gpu(name)
+    if gpu is None:
+        raise PlanError({"device_class": (
+            f"no worker has reported {name!r} and it is no GPU this service knows. Known classes: "
+            f"{', '.join(sorted(classes)) or 'none yet'}; known GPUs: {', '.join(g.name for g in KNOWN_GPUS)}. "
+            "Name one of them, give gpu_memory_gb, or run a job on that device so that its worker reports it")})
+    same = [c for c in classes if find_gpu(c) == gpu]  # 'A10G' typed, 'cuda:NVIDIA A10G' reported
+    if same:
+        return _reported(session, max(same, key=lambda c: (classes[c], c)), request.gpu_memory_gb)
+    return Target(gpu.name, None, gpu, (request.gpu_memory_gb or gpu.memory_gb) * GIB)
 
 
-def timeline_taxes(events: Sequence[JobEvent]) -> list[float]:
-    """Resume tax per interruption in one job's timeline (see the module docstring)."""
-    taxes, previous_total, claims, first_window = [], 0.0, 0, True
-    started: dict[int, datetime] = {}
-    for event in events:
-        if event.kind == "claimed":
-            claims += 1
-            started[event.attempt] = event.created_at
-        elif event.kind == "resumed":
-            started[event.attempt] = event.created_at
-        elif event.kind == "recovered" and event.attempt in started:
-            total = float((event.data or {}).get("recovery_seconds", previous_total))
-            redone = (event.created_at - started[event.attempt]).total_seconds()
-            lost = claims - (1 if first_window else 0)
-            if lost > 0:
-                tax = max(0.0, total - previous_total - redone) / lost
-                taxes += [tax] * lost
-            previous_total, claims, first_window = total, 0, False
-    return taxes
+def _sized_target(session: Session, size_gb: float, classes: dict[str, int]) -> Target:
+    """A reported GPU class of about that memory, else the table's card of that size."""
+    memories = session.execute(select(Job.device_class, func.max(Job.device_memory_bytes)).where(
+        Job.device_class.startswith(GPU_PREFIX), Job.device_memory_bytes.is_not(None))
+        .group_by(Job.device_class)).all()
+    sized = [str(c) for c, size in memories if size and abs(size / GIB - size_gb) <= SAME_SIZE * size_gb]
+    if sized:
+        return _reported(session, max(sized, key=lambda c: (classes.get(c, 0), c)), size_gb)
+    gpu = gpu_for_memory(size_gb)
+    if gpu is None:
+        largest = max(KNOWN_GPUS, key=lambda g: g.memory_gb)
+        raise PlanError({"gpu_memory_gb": (
+            f"no GPU this service knows has {size_gb:g} GiB (the largest is the {largest.name}, "
+            f"{largest.memory_gb:g} GB); name the device_class of a worker that has, or a smaller size")})
+    return Target(f"a GPU of {size_gb:g} GiB, planned as the {gpu.name}", None, gpu, size_gb * GIB)
 
 
-def _reliability(request: PlanRequest, target: str | None, taxes: list[float], rate: float | None,
-                 speed: Throughput, settings: Settings) -> Reliability:
-    if taxes:
-        tax, source = statistics.median(taxes), f"median of {len(taxes)} measured recoveries on {target}"
+def _sizes(config: TrainConfig, settings: Settings) -> Any:
+    try:
+        return dataset_sizes(config, settings)
+    except Exception as exc:  # a missing manifest, an unreachable store: the user's dataset cannot be read
+        raise PlanError({"config.data.manifest_url": (
+            f"the dataset's manifest could not be read ({exc.__class__.__name__}: {str(exc)[:300]}); check the "
+            "dataset name and that its manifest.json is in place")}) from exc
+
+
+def _probe(request: PlanRequest, target: Target, no_memory: bool, measured: bool, principal: Principal,
+           settings: Settings) -> ProbeStatus | None:
+    """Queue (or find) the probe job a missing measurement needs; None when none is needed or asked for."""
+    if not request.probe:
+        return None
+    if target.reported is not None and not measured:
+        return request_probe(request.config, target.reported, principal, settings)
+    if no_memory and not request.config.pixel_budget:
+        return request_probe(request.config, target.reported, principal, settings)
+    return None
+
+
+def _measurement(speed: Throughput | None, probe: ProbeStatus | None, target: Target, config: TrainConfig,
+                 skipped: list[str]) -> dict[str, Any]:
+    """What the plan's throughput is, in one status and one sentence, and the probe job asked for."""
+    if speed is not None and speed.source != "gpu_table_estimate":
+        status, message = "measured", f"throughput measured: {speed.detail}"
+    elif speed is not None:
+        status = "estimated"
+        message = f"throughput is an ESTIMATE, not a measurement: {speed.detail}"
     else:
-        tax = settings.lease_seconds + settings.reaper_interval_seconds + speed.restart_s
-        source = "estimate, none measured: one lease to notice the loss, one reaper pass, and a fresh start-up"
-    return Reliability(request.interruptions, tax, source, rate)
+        status = "none"
+        why = ("amp is off and the GPU table holds 16-bit tensor figures" if target.gpu and config.amp == "off"
+               else "no job or probe has measured this model config there, and it is no GPU of the table")
+        message = f"no throughput for {target.name}: {why}; the plan has no times"
+    if probe is not None:
+        message += f". {probe.message}"
+    elif status == "none":
+        message += ". Set probe=true to have a worker measure it, or name a GPU of the table"
+    if skipped and speed is None:
+        message += f" ({'; '.join(skipped)})"
+    probe_out = None if probe is None else {"status": probe.status, "job_id": probe.job_id, "message": probe.message}
+    return {"status": status, "source": None if speed is None else speed.source, "message": message,
+            "probe": probe_out}
 
 
-def _measured_failure_rate(session: Session, target: str) -> float | None:
-    """Attempts lost to infrastructure per hour of wall-clock, over the class's recent finished jobs."""
-    rows = cast("Sequence[tuple[int, datetime, datetime]]", session.execute(  # the query excludes NULL times
-        select(Job.infra_failures, Job.started_at, Job.finished_at).where(
-            Job.device_class == target, Job.finished_at.is_not(None), Job.started_at.is_not(None))
-        .order_by(Job.id.desc()).limit(HISTORY_JOBS * 5)).all())
-    hours = sum((end - start).total_seconds() for _, start, end in rows) / 3600.0
-    return sum(lost for lost, _, _ in rows) / hours if hours > 0 else None
-
-
-def plan_body(body: PlanBody, session: Session, settings: Settings, tenant: str) -> dict[str, Any]:
+def plan_body(body: PlanBody, session: Session, settings: Settings, principal: Principal) -> dict[str, Any]:
     """POST /plan's answer to ``body``, as JSON (PlanError or FieldErrors say what to fix)."""
     request = PlanRequest(
-        config=train_config(body.config, settings, tenant), device_class=body.device_class,
+        config=train_config(body.config, settings, principal.tenant), device_class=body.device_class,
         gpu_memory_gb=body.gpu_memory_gb, window_hours=body.window_hours, interruptions=body.interruptions,
         failure_rate_per_hour=body.failure_rate_per_hour, utilisation=body.utilisation,
         tiers=tuple(Tier(t.name, t.eur_per_month) for t in body.tiers), probe=body.probe)
-    return plan_json(plan_run(session, request, settings), body.start_at)
+    return plan_json(plan_run(session, request, settings, principal), body.start_at)
 
 
-def plan_json(plan: Plan, start_at: datetime | None) -> dict[str, Any]:
-    data = plan.to_dict()
+def plan_json(outcome: Outcome, start_at: datetime | None) -> dict[str, Any]:
+    data = outcome.plan.to_dict()
+    data["measurement"] = outcome.measurement
+    finish_s = outcome.plan.finish_s
     data["start_at"] = start_at.isoformat() if start_at else None
-    if start_at is not None:
-        from datetime import timedelta
-
-        data["finish_at"] = (start_at + timedelta(seconds=plan.finish_s)).isoformat()
-    else:
-        data["finish_at"] = None
-    return json.loads(json.dumps(data, allow_nan=False))
+    data["finish_at"] = (start_at + timedelta(seconds=finish_s)).isoformat() if start_at and finish_s else None
+    return cast("dict[str, Any]", json.loads(json.dumps(data, allow_nan=False)))

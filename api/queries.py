@@ -51,12 +51,12 @@ def stored_eta(job: Job, now: datetime | None = None) -> Eta:
     return Eta(seconds=seconds, at=None if seconds is None else now + timedelta(seconds=seconds))
 
 
-def full_eta(session: Session, job: Job, settings: Settings, now: datetime | None = None) -> Eta:
+def full_eta(session: Session, job: Job, now: datetime | None = None) -> Eta:
     """As :func:`stored_eta`, and for a queued job its expected start from the queue ahead of it."""
     now = now or utcnow()
     if job.status != JobStatus.QUEUED:
         return stored_eta(job, now)
-    start, finish = queued_estimate(session, job, settings.expected_workers, now)
+    start, finish = queued_estimate(session, job, now)
     return Eta(seconds=finish, at=None if finish is None else now + timedelta(seconds=finish),
                expected_start_seconds=start,
                expected_start_at=None if start is None else now + timedelta(seconds=start))
@@ -97,7 +97,7 @@ def job_detail(session: Session, job_id: int, settings: Settings, tenant: str | 
         _DETAIL_CACHE[key] = _Cached(version, cached.detail, token)
         return _with_live_eta(cached.detail)
     job = get_job(session, job_id)
-    detail = JobDetail.of(job, full_eta(session, job, settings), last_checkpoint(session, job_id),
+    detail = JobDetail.of(job, full_eta(session, job), last_checkpoint(session, job_id),
                           recent_events(session, job_id))
     if job.status != JobStatus.QUEUED:
         if len(_DETAIL_CACHE) >= DETAIL_CACHE_SIZE:

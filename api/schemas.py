@@ -9,9 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.models import Checkpoint, Job, JobEvent
-from veernet_core.config import _CHOICES as CHOICES  # the config's own ranges and choices: one place
-from veernet_core.config import _RANGES as RANGES
-from veernet_core.config import DataConfig, ModelConfig, TrainConfig
+from veernet_core.config import CHOICES, RANGES, DataConfig, ModelConfig, TrainConfig, allowed_range
+from veernet_core.reference import config_descriptions
 
 
 def config_schema(cls: type, prefix: str, bounds: dict[str, tuple[float, str]]) -> dict[str, Any]:
@@ -25,10 +24,12 @@ def config_schema(cls: type, prefix: str, bounds: dict[str, tuple[float, str]]) 
             continue
         default = getattr(defaults, field.name)
         properties[field.name] = {**_FIELD_TYPES[str(field.type)], "default": list(default) if isinstance(
-            default, tuple) else default, **_range(dotted, bounds), **_choices(dotted)}
+            default, tuple) else default, **_range(dotted, bounds), **_choices(dotted),
+            "description": _DESCRIPTIONS.get(dotted, "")}
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 
+_DESCRIPTIONS = config_descriptions()  # the comment beside each field in veernet_core/config.py
 _FIELD_TYPES: dict[str, dict[str, Any]] = {
     "int": {"type": "integer"}, "float": {"type": "number"}, "bool": {"type": "boolean"}, "str": {"type": "string"},
     # model.widths: the stem and five stride-2 stages
@@ -40,8 +41,8 @@ _FIELD_TYPES: dict[str, dict[str, Any]] = {
 def _range(dotted: str, bounds: dict[str, tuple[float, str]]) -> dict[str, float]:
     if dotted not in RANGES:
         return {}
-    low, high = RANGES[dotted]
-    return {"minimum": low, "maximum": min(high, bounds.get(dotted, (high, ""))[0])}
+    low, high, _source = allowed_range(dotted, bounds)  # the range POST /jobs checks: one place
+    return {"minimum": low, "maximum": high}
 
 
 def _choices(dotted: str) -> dict[str, list[str]]:
@@ -79,10 +80,15 @@ class JobCreate(BaseModel):
 
 
 class Progress(BaseModel):
-    epoch: int | None
-    step: int | None
+    """How far a training job is. Counts are of work done: ``epoch`` 1 of ``epochs`` 2 means the first
+    epoch is complete and the second is being trained; a finished two-epoch job is at 2 of 2, and its
+    checkpoints' and history's ``epoch`` count the same way."""
+
+    epoch: int | None = Field(description="epochs completed, 0 to `epochs`")
+    epochs: int | None = Field(description="epochs the job trains in all (its config's `epochs`)")
+    step: int | None = Field(description="optimiser steps completed in the epoch being trained")
     steps_per_epoch: int | None
-    global_step: int | None
+    global_step: int | None = Field(description="optimiser steps completed in all, 0 to `total_steps`")
     total_steps: int | None
     fraction: float | None
     images_per_s: float | None
@@ -94,7 +100,8 @@ class Progress(BaseModel):
         fraction = None
         if job.total_steps and job.global_step is not None:
             fraction = min(job.global_step / job.total_steps, 1.0)
-        return cls(epoch=job.epoch, step=job.step, steps_per_epoch=job.steps_per_epoch,
+        epochs = job.config.get("epochs") if job.kind == "train" and isinstance(job.config, dict) else None
+        return cls(epoch=job.epoch, epochs=epochs, step=job.step, steps_per_epoch=job.steps_per_epoch,
                    global_step=job.global_step, total_steps=job.total_steps, fraction=fraction,
                    images_per_s=job.images_per_s, step_time_s=job.step_time_s, loss=job.loss)
 

@@ -23,6 +23,7 @@ from api.errors import CheckpointNotFound, FieldErrors, JobNotFound, ServiceErro
 from api.models import LOCAL_TENANT, MAX_ID, Checkpoint, Job, JobStatus
 from api.settings import Settings
 from veernet_core.digitise.calibration import Calibration, CalibrationError
+from veernet_core.digitise.calibration_fields import CALIBRATION_FIELDS
 from veernet_core.digitise.export import RESULT_FILES
 from veernet_core.digitise.rescale import check_scan_scale
 
@@ -101,10 +102,10 @@ def parse_options(raw: str | None) -> dict[str, Any]:
         raise SegmentInputError("options", f"is not valid JSON: {exc}") from exc
     if not isinstance(options, dict):
         raise SegmentInputError("options", "must be a JSON object")
-    unknown = set(options) - {"model", "calibration", "rotate_portrait", "well", "scan_scale"}
+    unknown = sorted(set(options) - {"model", "calibration", "rotate_portrait", "well", "scan_scale"})
     if unknown:
-        raise SegmentInputError(f"options.{sorted(unknown)[0]}", "unknown option; allowed: model, calibration, "
-                                "rotate_portrait, scan_scale, well")
+        raise FieldErrors({f"options.{name}": "unknown option; allowed: model, calibration, rotate_portrait, "
+                           "scan_scale, well" for name in unknown})
     if not isinstance(options.get("rotate_portrait", False), bool):
         raise SegmentInputError("options.rotate_portrait", "must be true or false")
     if options.get("scan_scale") is not None:
@@ -115,16 +116,25 @@ def parse_options(raw: str | None) -> dict[str, Any]:
     return options
 
 
+def options_description() -> str:
+    """POST /segment's `options` form field, for the OpenAPI schema: the options and every calibration field."""
+    fields = "\n".join(f"- `{f.path}` ({f.summary}): {f.description}" for f in CALIBRATION_FIELDS)
+    return ("JSON object: `calibration` (required), `model` ({\"checkpoint_id\": n}, {\"job_id\": n} or omitted for "
+            "the bundled model), `rotate_portrait`, `scan_scale`, `well`. Calibration fields (docs/reference.md):\n"
+            + fields)
+
+
 def check_calibration(options: dict[str, Any], scan: Scan) -> dict[str, Any]:
+    """The options' calibration checked against the scan; every bad field is one entry of one 422."""
     raw = options.get("calibration")
     if not isinstance(raw, dict):
         raise SegmentInputError("options.calibration", "is required: {depth: {top, bottom, unit} or "
-                                "{ticks: [[col, depth], [col, depth]], unit}, curves: [{mnemonic, unit, left, "
-                                "right, log}], track_top, track_bottom, step}")
+                                "{ticks: [[col, depth], [col, depth]], unit}, curves: [{mnemonic, left, right, "
+                                "...}], track_top, track_bottom, step}; see docs/reference.md")
     try:
         return Calibration.from_dict(raw, scan.height, scan.width).to_dict()
     except CalibrationError as exc:
-        raise SegmentInputError(f"options.calibration.{exc.field}", str(exc)) from exc
+        raise FieldErrors({f"options.calibration.{name}": message for name, message in exc.errors.items()}) from exc
 
 
 def resolve_model(session: Session, raw: Any, tenant: str | None = None) -> dict[str, Any]:

@@ -53,7 +53,6 @@ class Settings(BaseSettings):
     analyse_concurrency: int = Field(default=2, ge=1)
     # A polled job's status may be served from this process's cache for this long; 0 = always checked.
     status_cache_seconds: float = Field(default=1.0, ge=0)
-    expected_workers: int = Field(default=1, ge=1)  # workers per queue, for the expected start of queued jobs
     # "json": one JSON object per log line, with job_id and attempt while a worker runs a job (api/logs.py).
     veernet_log_format: Literal["text", "json"] = "text"
 
@@ -67,9 +66,6 @@ class Settings(BaseSettings):
     max_epochs: int = Field(default=200, ge=1)  # 4x the engagement's 50-epoch schedule
     max_dataset_size: int = Field(default=100_000, ge=2)  # ~7x the 15,000-instance multiclass set
     max_scale: float = Field(default=1.0, gt=0, le=1.0)  # 1.0 = full-size synthetic logs
-    # POST /plan probes on the API's own host when the fleet has not run a model like it: bound the cost of
-    # one probe step (forward + backward over the probe's pixels); 4x what the default VeerNet needs.
-    plan_max_probe_gflops: float = Field(default=600.0, ge=0)
     # Per tenant key (never the admin key, nor the keys-off local user): queued jobs and submissions.
     max_queued_jobs_per_tenant: int = Field(default=100, ge=0)  # 0 = no cap
     submit_rate_per_minute: float = Field(default=60.0, ge=0)  # POST /jobs and /segment; 0 = no limit
@@ -101,6 +97,11 @@ class Settings(BaseSettings):
     @property
     def uses_embedded_broker(self) -> bool:
         return self.broker_url.startswith("sqla+")
+
+    @property
+    def uses_embedded_database(self) -> bool:
+        """The default SQLite file under the data dir: `veernet api` migrates it itself."""
+        return self.database_url == f"sqlite:///{self.veernet_data_dir / 'veernet.db'}"
 
     @property
     def keys_required(self) -> bool:

@@ -8,7 +8,7 @@ GET /jobs/{id} (status), each after a warm-up run: first one API process pinned 
 pinned to the other (the headline figures: the client does not take the server's core, as on
 another host), then API_PROCESSES as docker-compose runs them (suffix _2proc), sharing both cores
 with wrk; then 50 concurrent Python clients POST /jobs. Afterwards every 202 must have its row and
-its message in the Redis queue. Prints one JSON line. Needs wrk (apt-get install wrk) and taskset.
+its message in the Redis queue. Prints one JSON line. Needs wrk and taskset (`make bench` installs wrk).
 """
 
 from __future__ import annotations
@@ -162,7 +162,8 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 
 def main() -> None:
     if shutil.which("wrk") is None:
-        sys.exit("bench/api_load.py needs wrk: apt-get install wrk")
+        sys.exit("bench/api_load.py needs wrk: `make bench` installs it (scripts/ensure-services wrk), "
+                 "or apt-get install wrk")
     r = redis.Redis.from_url(REDIS_URL)
     r.flushdb()
     figures: dict[str, float] = {}

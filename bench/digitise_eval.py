@@ -40,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.digitise.calibration import Calibration  # noqa: E402
 from veernet_core.digitise.curves import Digitised, digitise  # noqa: E402
+from veernet_core.digitise.pipeline import predict_scan  # noqa: E402
 from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
-from veernet_core.digitise.rescale import digitise_scan  # noqa: E402
+from veernet_core.digitise.rescale import scan_curves  # noqa: E402
 from veernet_core.synth import SynthLog, generate  # noqa: E402
 
 
@@ -80,11 +81,11 @@ def evaluate_log(log: SynthLog, probs: np.ndarray, digitised: Digitised | None =
         def error(perm: tuple[int, ...]) -> float:
             return sum(float(np.nansum(np.abs(traces[p].u - truths[k]))) for k, p in enumerate(perm))
         order = list(min(itertools.permutations(range(len(traces))), key=lambda p: error(tuple(p))))
-    wraps = [c.wrap for c in calibration_for(log).curves]
+    wraps = [c.wrap_levels for c in calibration_for(log).curves]
     preds = []
     for k in range(len(log.curves)):
         trace = traces[order[k]]
-        readable = np.isfinite(trace.u) & ((trace.level == 0) | (trace.level == wraps[k]))
+        readable = np.isfinite(trace.u) & ((trace.level == 0) | np.isin(trace.level, wraps[k]))
         preds.append(np.where(readable, trace.u, np.nan))
     nearest = _nearest_per_column(preds, truths)
     return [{"truth": truths[k], "pred": preds[k], "nearest": nearest[k], "inked": curve.inked,
@@ -169,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         log = generate(args.seed, index, scale, classes)
         if args.source == "truth":
             probs, digitised = truth_probabilities(log, classes), None
-        else:  # the service's path: at the model's own scale when the log's differs (veernet_core.digitise.rescale)
-            digitised, probs, resampling = digitise_scan(model, log.image, calibration_for(log), args.scan_scale)
+        else:  # the service's stages (veernet_core.digitise.pipeline): at the model's own scale when the log's differs
+            probs, resampling = predict_scan(model, log.image, args.scan_scale)
+            digitised = scan_curves(probs, calibration_for(log), resampling)
             resampled += resampling.resampled
         if probs.shape[1:] == log.mask.shape:  # pixel IoU only where the model read the log's own grid
             counts += pixel_counts(probs.argmax(axis=0), log.mask, classes)

@@ -17,8 +17,9 @@ scale first (veernet_core.digitise.rescale) and the forward below would not be t
               from sending the upload to holding the result JSON; best and median of `repeats`, after one
               warm-up request per width (torch import, model load, first shapes). Interleaved with the
               forward runs so both see the same machine.
-  stages      one in-process run of the segment worker's pipeline, stage by stage (decode, tiled
-              inference with blending, tracing, each export), to show where the time goes.
+  stages      one in-process run of the segment worker's pipeline (`veernet_core.digitise.pipeline`, timed by
+              its `StageTimer`), stage by stage (decode, tiled inference with blending, tracing, each export),
+              to show where the time goes.
   e2e_resampled_s  one POST /segment?wait=true without scan_scale, as a user of the bundled model sends a
               full-resolution scan: read at the model's scale (information, beside the targets).
   rss         peak RSS (ru_maxrss) of a fresh process that runs the segment worker's own function
@@ -174,13 +175,14 @@ def datetime_s(text: str) -> float:
 def stage_times(scan: bytes, log: SynthLog) -> dict[str, float]:
     """The segment worker's pipeline, one stage at a time, in this process (model already warm)."""
     from api.settings import get_settings
+    from veernet_core.digitise.pipeline import StageTimer
     from worker import segment_runner
 
     config = worker_config(log)
-    timings: dict[str, float] = {}
+    timer = StageTimer()
     started = time.perf_counter()
-    segment_runner.digitise_scan(config, scan, None, get_settings(), timings)
-    timings["total"] = time.perf_counter() - started  # mask and overlay overlap the stages before them
+    segment_runner.digitise_scan(config, scan, None, get_settings(), timer)
+    timings = {**timer.seconds, "total": time.perf_counter() - started}  # mask and overlay overlap earlier stages
     return {name: round(seconds, 3) for name, seconds in timings.items()}
 
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the repo is not installed in the test venv; make its packages importable
     sys.path.insert(0, str(ROOT))
 
-from api import auth, changes, db, limits, queries, storage  # noqa: E402
+from api import auth, changes, db, health, limits, queries, storage  # noqa: E402
 from api.settings import Settings, get_settings  # noqa: E402
 from worker.celery_app import get_celery  # noqa: E402
 
@@ -113,6 +113,7 @@ def reset_service_caches() -> None:
     limits.submissions.reset()
     auth.forget_keys()
     changes.stop_feeds()
+    health.forget_schema_checks()
 
 
 def truncate(url: str) -> None:

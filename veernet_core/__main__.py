@@ -1,4 +1,4 @@
-"""Command line: ``python -m veernet_core train|synth``. No services needed."""
+"""Command line: ``python -m veernet_core train|synth|digitise``. No services needed."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from veernet_core.checkpoint import LocalStore
 from veernet_core.config import ConfigError, TrainConfig
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH
 from veernet_core.progress import Progress, TrainCallbacks
+
+if TYPE_CHECKING:
+    from veernet_core.model import VeerNet
 
 
 class ProgressBar(TrainCallbacks):
@@ -85,30 +88,43 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_digitise(args: argparse.Namespace) -> int:
-    from veernet_core.digitise.calibration import Calibration
-    from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
-    from veernet_core.digitise.predict import bundled_model_path, load_image, load_model, read_checkpoint
-    from veernet_core.digitise.rescale import digitise_scan
+    from veernet_core.digitise.export import RESULT_FILES, result_warnings
+    from veernet_core.digitise.pipeline import ScanOptions, digitise_scan
+    from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint
 
-    image = load_image(Path(args.scan).read_bytes(), max_pixels=args.max_pixels, rotate_portrait=args.rotate_portrait)
-    calibration = Calibration.from_dict(json.loads(Path(args.calibration).read_text()), *image.shape)
-    data, sha256 = read_checkpoint(args.checkpoint or bundled_model_path())
-    model, _ = load_model(data)
-    result, probabilities, resampling = digitise_scan(model, image, calibration, args.scan_scale,
-                                                      args.tile_width, args.overlap)
-    meta = ExportMeta(sha256, "file/" + Path(args.checkpoint).name if args.checkpoint else "bundled/veernet-small",
-                      scan=Path(args.scan).name, read_at=resampling.read_at)
+    def model() -> tuple[VeerNet, str]:
+        data, sha256 = read_checkpoint(args.checkpoint or bundled_model_path())
+        return load_model(data)[0], sha256
+
+    options = ScanOptions(scan_scale=args.scan_scale, rotate_portrait=args.rotate_portrait,
+                          scan_name=Path(args.scan).name, max_pixels=args.max_pixels, tile_width=args.tile_width,
+                          overlap=args.overlap)
+    model_id = "file/" + Path(args.checkpoint).name if args.checkpoint else "bundled/veernet-small"
+    result = digitise_scan(Path(args.scan).read_bytes(), _calibration_file(Path(args.calibration)), model,
+                           model_id, options)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(to_json(result, meta, resampling.to_dict()), allow_nan=False))
-    (out / "result.csv").write_text(to_csv(result))
-    (out / "result.las").write_text(to_las(result, meta))
-    (out / "mask.png").write_bytes(mask_png(probabilities, image.shape))
-    (out / "overlay.png").write_bytes(overlay_png(image, result))
-    print(json.dumps({"out": str(out), "model_sha256": sha256, "samples": int(result.depth.size),
-                      "inference": resampling.to_dict(),
-                      "found": {c.mnemonic: round(float((c.values == c.values).mean()), 4) for c in result.curves}}))
+    for name, data in result.files.items():
+        (out / RESULT_FILES[name].file_name).write_bytes(data)
+    curves = result.curves
+    print(json.dumps({"out": str(out), "model_sha256": result.model_sha256, "samples": int(curves.depth.size),
+                      "inference": result.resampling.to_dict(),
+                      "found": {c.mnemonic: round(float((c.values == c.values).mean()), 4) for c in curves.curves},
+                      "identity": {c.mnemonic: c.identity for c in curves.curves},
+                      "warnings": result_warnings(curves)}))
     return 0
+
+
+def _calibration_file(path: Path) -> dict[str, Any]:
+    """A calibration from JSON or YAML; a file of whole POST /segment options (examples/) gives its calibration."""
+    text = path.read_text()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    return data["calibration"] if isinstance(data, dict) and "calibration" in data else data
 
 
 def parser() -> argparse.ArgumentParser:
@@ -136,14 +152,16 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("digitise", help="digitise a scanned log into JSON, CSV, LAS 2.0, a mask and an overlay")
     d.add_argument("scan", help="PNG, TIFF or JPEG scan; depth along the width")
     d.add_argument("--calibration", required=True,
-                   help="JSON: depth {top, bottom, unit} or {ticks, unit}; curves [{mnemonic, unit, left, right, "
-                        "log, wrap}]; track_top, track_bottom, step (see veernet_core/digitise/calibration.py)")
+                   help="JSON or YAML: depth {top, bottom, unit} or {ticks, unit}; curves [{mnemonic, left, right, "
+                        "...}]; track_top, track_bottom, step (every field: docs/reference.md), or whole POST "
+                        "/segment options holding it")
     d.add_argument("--out", required=True, help="directory for result.json/.csv/.las, mask.png, overlay.png")
     d.add_argument("--checkpoint", help="checkpoint file (default: the bundled model)")
     d.add_argument("--rotate-portrait", action="store_true", help="turn a portrait scan so depth runs along the width")
     d.add_argument("--scan-scale", type=float, help="the scan's pixel scale relative to full-resolution logs (1.0 = "
                    "480-640 px tall, about 300 dpi); default: its height over 560 px")
-    d.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS)
+    d.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+                   help="the most pixels a scan may have; enlarging it for the model stops there too")
     d.add_argument("--tile-width", type=int, default=DEFAULT_TILE_WIDTH)
     d.add_argument("--overlap", type=int, default=DEFAULT_OVERLAP)
     d.set_defaults(run=cmd_digitise)

@@ -3,13 +3,18 @@
 Configs are plain dataclasses of primitives so that they travel through JSON (the job API), YAML
 (the command line) and checkpoints loaded with ``torch.load(weights_only=True)``.
 ``from_dict`` validates every field and reports *all* bad fields at once, each with its allowed range.
+Whoever runs the training may tighten a field's upper bound (a service's own limits, ``caps``): the
+message then names the one range that applies, and where its maximum comes from.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+Caps = Mapping[str, tuple[float, str]]  # {dotted field: (a tighter maximum, the name of what sets it)}
 
 
 class ConfigError(ValueError):
@@ -94,21 +99,25 @@ class TrainConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> TrainConfig:
-        """Build and validate a config; unknown keys and bad values raise one ConfigError listing all."""
+    def from_dict(cls, data: dict[str, Any] | None, caps: Caps | None = None) -> TrainConfig:
+        """Build and validate a config; unknown keys and bad values raise one ConfigError listing all.
+
+        ``caps`` lowers fields' maxima, e.g. ``{"epochs": (200, "MAX_EPOCHS")}``: an epochs of -1 or 500
+        is then "must be from 1 to 200 (MAX_EPOCHS)", one range for both ends.
+        """
         data = dict(data or {})
         errors: dict[str, str] = {}
         model = _build(ModelConfig, data.pop("model", {}), "model", errors)
         data_cfg = _build(DataConfig, data.pop("data", {}), "data", errors)
         top = _build(cls, data, "", errors, model=model, data=data_cfg)
         if top is not None:
-            errors.update(validate(top))
+            errors.update(validate(top, caps))
         if errors or top is None:
             raise ConfigError(errors)
         return top
 
 
-_RANGES: dict[str, tuple[float, float]] = {
+RANGES: dict[str, tuple[float, float]] = {
     "model.in_channels": (1, 1),
     "model.num_classes": (2, 3),
     "model.transformer_layers": (0, 8),
@@ -140,21 +149,29 @@ _RANGES: dict[str, tuple[float, float]] = {
     "keep_last": (1, 1000),
     "validate_every_epochs": (1, 1000),
 }
-_CHOICES: dict[str, tuple[str, ...]] = {
+CHOICES: dict[str, tuple[str, ...]] = {
     "data.kind": ("synth", "manifest"),
     "device": ("auto", "cpu", "cuda"),
     "amp": ("auto", "bf16", "fp16", "off"),
 }
 
 
-def validate(config: TrainConfig) -> dict[str, str]:
-    """Range and consistency checks; returns {dotted field: what to fix}."""
+def allowed_range(name: str, caps: Caps | None = None) -> tuple[float, float, str]:
+    """(low, high, where high comes from: "" for this module's own range) of the dotted field ``name``."""
+    low, high = RANGES[name]
+    cap, source = (caps or {}).get(name, (high, ""))
+    return (low, cap, source) if cap <= high else (low, high, "")
+
+
+def validate(config: TrainConfig, caps: Caps | None = None) -> dict[str, str]:
+    """Range and consistency checks within RANGES, maxima lowered by ``caps``; returns {dotted field: what to fix}."""
     errors: dict[str, str] = {}
-    for name, (low, high) in _RANGES.items():
+    for name in RANGES:
+        low, high, source = allowed_range(name, caps)
         value = _get(config, name)
         if not low <= value <= high:
-            errors[name] = f"must be between {low:g} and {high:g}, got {value!r}"
-    for name, choices in _CHOICES.items():
+            errors[name] = f"must be from {low:g} to {high:g}{f' ({source})' if source else ''}, got {value!r}"
+    for name, choices in CHOICES.items():
         value = _get(config, name)
         if value not in choices:
             errors[name] = f"must be one of {', '.join(choices)}, got {value!r}"

@@ -166,6 +166,39 @@ class ManifestDataset(Dataset[dict[str, Any]]):
         return {"image": torch.from_numpy(pixels).unsqueeze(0), "mask": torch.from_numpy(labels), "index": i}
 
 
+@dataclass(frozen=True)
+class ListedSizes:
+    """A manifest's sizes as a planner reads them: ``sizes`` per item; ``stood_in`` items did not list theirs
+    and took, in turn, the sizes of the ``sampled`` headers read."""
+
+    sizes: list[tuple[int, int]]
+    stood_in: int
+    sampled: int
+
+
+def listed_sizes(root: str, s3_client: S3Client | None = None, header_reads: int = 32, seed: int = 0) -> ListedSizes:
+    """(height, width) per item for planning, from the manifest alone where it lists them (no image opened,
+    no path checked: ``ManifestDataset`` checks what a run reads). Of the items that list no size, at most
+    ``header_reads`` (a seeded random sample) have their image header read, and the rest stand in with those."""
+    store = _open_store(root, s3_client)
+    entries = _load_entries(store)
+    sizes: list[tuple[int, int] | None] = []
+    for entry in entries:
+        height, width = entry.get("height"), entry.get("width")
+        listed = isinstance(height, int) and isinstance(width, int)
+        sizes.append((height, width) if listed else None)  # type: ignore[arg-type]
+    missing = [k for k, size in enumerate(sizes) if size is None]
+    if not missing:
+        return ListedSizes(sizes, 0, 0)  # type: ignore[arg-type]
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(missing, min(header_reads, len(missing)), replace=False).tolist())
+    read = {k: store.header_size(_relative(entries[k], "image", k)) for k in picked}
+    in_turn = list(read.values())
+    for n, k in enumerate(missing):
+        sizes[k] = read.get(k, in_turn[n % len(in_turn)])
+    return ListedSizes(sizes, len(missing) - len(picked), len(picked))  # type: ignore[arg-type]
+
+
 def _open_store(root: str, s3_client: S3Client | None) -> _LocalStore | _S3Store:
     if not root.startswith("s3://"):
         return _LocalStore(Path(root))

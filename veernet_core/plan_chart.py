@@ -31,7 +31,9 @@ def _nice_step(span_h: float) -> float:
 
 
 def render_svg(plan: dict[str, Any]) -> str:
-    """The SVG document of a plan (``Plan.to_dict()`` or the API's JSON)."""
+    """The SVG document of a plan (``Plan.to_dict()`` or the API's JSON); one with no times says why instead."""
+    if plan.get("time") is None:
+        return _no_times_svg(plan)
     window_h = plan["window_s"] / 3600
     finish_h = plan["interruptions"]["finish_s"] / 3600
     span_h = max(window_h, finish_h) * 1.08 or 1.0
@@ -41,8 +43,10 @@ def render_svg(plan: dict[str, Any]) -> str:
         return LEFT + hours * scale
 
     fits = plan["interruptions"]["fits_window"]
-    title = (f"{plan['device_class']}: {finish_h:.2f} h with {plan['interruptions']['k']:.2g} interruptions, "
-             f"window {window_h:g} h: {'fits' if fits else 'does NOT fit'}")
+    estimate = (plan.get("throughput") or {}).get("source") == "gpu_table_estimate"
+    title = (f"{'ESTIMATE (GPU table) ' if estimate else ''}{plan['device_class']}: {finish_h:.2f} h with "
+             f"{plan['interruptions']['k']:.2g} interruptions, window {window_h:g} h: "
+             f"{'fits' if fits else 'does NOT fit'}")
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
              f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
              f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
@@ -72,5 +76,19 @@ def render_svg(plan: dict[str, Any]) -> str:
         parts.append(f'<text x="{lx + 18}" y="{ly}">{escape(label)}</text>')
     costs = ", ".join(f"{c['tier']}: {c['eur']:.2f} EUR" for c in plan["costs"])
     parts.append(f'<text x="{LEFT}" y="{HEIGHT - 12}">{escape(costs)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _no_times_svg(plan: dict[str, Any]) -> str:
+    """A plan nothing could time yet (no throughput measured or estimated): its device and why, as text."""
+    why = (plan.get("measurement") or {}).get("message") or "no throughput measured or estimated for this device"
+    lines = [why[i:i + 110] for i in range(0, min(len(why), 660), 110)]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+             f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
+             f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+             f'<text x="{LEFT}" y="24" font-size="14" font-weight="bold">'
+             f'{escape(str(plan["device_class"]))}: no times yet</text>']
+    parts += [f'<text x="{LEFT}" y="{54 + 18 * i}">{escape(line)}</text>' for i, line in enumerate(lines)]
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -1,18 +1,21 @@
-"""The planner's measured inputs on this machine: the device class, and a short throughput probe.
+"""The planner's measured inputs on a device: the device class, its memory model and a short throughput probe.
 
-The probe runs the real training code, not a model of it: the run's own dataset (or, for large
-logs, the same synthetic generator at a smaller scale so that a probe step stays around
-``PROBE_STEP_PIXELS`` padded pixels), the real sampler, ``Trainer.train_step`` with collate and
-rendering inside the timing as in ``train()``, real validation passes and a real checkpoint save
-into a temporary directory. It runs in a fresh process (workers train each job in a fresh child),
-so its start-up (dataset sizes, the memory probe, the model build) and the warm-ups of the first
-step and the first validation pass are what the run will pay, not what this process has cached.
+The service never probes in the API process: a plan that needs a measurement queues a probe job,
+which a training worker runs on its own device (``measure_device``, from worker.probe_runner) in the
+fresh process it runs every job in. ``measure_here`` is the same probe for a notebook or a bench on
+this machine.
 
-A device with no measured memory model (a named GPU memory size, or a class none of whose jobs of
-this model config recorded one): its memory model is extrapolated from this machine's probe (CPU,
-float32) unchanged, and the plan says so. Autocast keeps some activations in 16 bits, so a GPU with AMP peaks lower than
-this: the budget errs on the side of fitting. ``memory_fraction`` (0.8 by default) is the headroom
-for the CUDA context and allocator fragmentation, as it is in the training loop.
+The probe runs the real training code, not a model of it: the run's own dataset (or, on a CPU, for
+large logs, the same synthetic generator at a smaller scale so that a probe step stays around
+``PROBE_STEP_PIXELS`` padded pixels; a GPU is probed at the run's own sizes, which its rate depends
+on), the real sampler, ``Trainer.train_step`` with collate and rendering inside the timing as in
+``train()``, real validation passes and a real checkpoint save into a temporary directory. In a
+fresh process its start-up (dataset sizes, the memory probe, the model build) and the warm-ups of
+the first step and the first validation pass are what the run will pay, not what a process cached.
+
+The memory model is the training loop's own probe on the device (float32, unscaled, as the loop
+budgets with it). ``memory_fraction`` (0.8 by default) is the headroom for the CUDA context and
+allocator fragmentation, as it is in the training loop.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import align, pad_collate
 from veernet_core.losses import LossWeights
 from veernet_core.memory import MemoryModel, available_bytes, probe_memory
-from veernet_core.plan import Throughput
+from veernet_core.plan import SOURCE_PROBE, Throughput
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.synth import SynthDataset
 from veernet_core.train import build_dataset
@@ -71,12 +74,13 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def probe_config(config: TrainConfig, sizes: list[tuple[int, int]]) -> TrainConfig:
-    """The config the probe trains: a few steps' worth of the run's images, smaller if steps would be large."""
+def probe_config(config: TrainConfig, sizes: list[tuple[int, int]], shrink: bool = True) -> TrainConfig:
+    """The config the probe trains: a few steps' worth of the run's images, smaller if steps would be large
+    (and ``shrink``: a CPU's rate per pixel hardly depends on the step's size, a GPU's does)."""
     batch = min(config.effective_batch, PROBE_EFFECTIVE_BATCH)
     mean_px = sum(align(h) * align(w) for h, w in sizes) / len(sizes)
     scale = config.data.scale
-    if config.data.kind == "synth" and batch * mean_px > PROBE_STEP_PIXELS:
+    if shrink and config.data.kind == "synth" and batch * mean_px > PROBE_STEP_PIXELS:
         scale = max(0.01, scale * (PROBE_STEP_PIXELS / (batch * mean_px)) ** 0.5)
     images = batch * (PROBE_STEPS + 1)
     data = replace(config.data, scale=scale, dataset_size=images, val_fraction=0.0)
@@ -120,7 +124,7 @@ def probe_throughput(config: TrainConfig, device: str | torch.device, dataset: D
         t0 = time.perf_counter()
         trainer.save(store, SidecarRegistry(store), "", None)
         checkpoint_s = time.perf_counter() - t0
-    return Throughput(train_rate, val_px / val_times[1], checkpoint_s, startup_s,
+    return Throughput(train_rate, val_px / val_times[1], checkpoint_s, startup_s, SOURCE_PROBE,
                       f"probe{where}: {PROBE_STEPS} training steps after a warm-up on {device_class(device)}",
                       step_warmup_s=max(0.0, times[0] - pixels[0] / train_rate),
                       validation_warmup_s=max(0.0, val_times[0] - val_times[1]))
@@ -171,17 +175,34 @@ def measure_here(config: TrainConfig, device: str | torch.device = "cpu",
 def probe_here(config: TrainConfig, device: str | torch.device,
                dataset: Dataset[dict[str, Any]] | None = None, where: str = " in this process") -> Throughput:
     """The throughput probe in this process: start-up timed as the run does it (dataset sizes, memory probe)."""
+    return measure_device(config, device, dataset, where).speed
+
+
+@dataclass(frozen=True)
+class DeviceMeasurement:
+    """What a probe job records: the device, its memory model for the model config, and its throughput."""
+
+    device_class: str
+    memory_bytes: int
+    memory: MemoryModel | None  # None when the config fixes the pixel budget (the loop then probes nothing)
+    pixel_budget: int
+    speed: Throughput
+
+
+def measure_device(config: TrainConfig, device: str | torch.device, dataset: Dataset[dict[str, Any]] | None = None,
+                   where: str = "", s3_client: Any = None) -> DeviceMeasurement:
+    """The memory model, pixel budget and throughput of ``config`` on ``device``, measured as the run starts."""
     device = torch.device(device)
     t0 = time.perf_counter()
-    dataset = dataset if dataset is not None else build_dataset(config)
+    dataset = dataset if dataset is not None else build_dataset(config, s3_client)
     sizes = dataset.sizes()  # type: ignore[attr-defined]
-    budget = config.pixel_budget
+    budget, memory = config.pixel_budget, None
     if not budget:  # the loop probes memory at every start unless the config fixes a budget
         with torch.random.fork_rng(devices=[]):
             memory = probe_memory(config.model, device)
         budget = memory.pixel_budget(device_memory_bytes(device) * config.memory_fraction)
     startup_s = time.perf_counter() - t0
-    probe = probe_config(config, sizes)
+    probe = probe_config(config, sizes, shrink=device.type != "cuda")
     if config.data.kind == "synth":
         probe_set: Dataset[dict[str, Any]] = SynthDataset(probe.data.dataset_size, probe.data.scale,
                                                           probe.data.classes, probe.data.seed)
@@ -190,7 +211,8 @@ def probe_here(config: TrainConfig, device: str | torch.device,
         count = min(len(sizes), probe.data.dataset_size)
         probe_set, probe_sizes = Subset(dataset, range(count)), sizes[:count]
     with torch.random.fork_rng(devices=[]):
-        return probe_throughput(probe, device, probe_set, probe_sizes, budget, startup_s, where)
+        speed = probe_throughput(probe, device, probe_set, probe_sizes, budget, startup_s, where)
+    return DeviceMeasurement(device_class(device), device_memory_bytes(device), memory, budget, speed)
 
 
 def probe_in_fresh_process(config: TrainConfig, device: str | torch.device) -> Throughput:

@@ -60,7 +60,7 @@ class BucketBatchSampler:
         groups = idx[order].reshape(-1, self.effective_batch)
         return [groups[g].tolist() for g in rng.permutation(len(groups))]
 
-    def _split(self, images: list[int]) -> list[list[int]]:
+    def split(self, images: list[int]) -> list[list[int]]:
         """Contiguous micro-batches of the size-sorted images: as few as the pixel budget and
         `max_physical_batch` allow, and among those the cut with the least padding (a small DP)."""
         n = len(images)
@@ -92,7 +92,7 @@ class BucketBatchSampler:
         for group in self.groups(epoch):
             mine = group[self.rank::self.world_size]
             pixels = sum(self.sizes[i][0] * self.sizes[i][1] for i in group)
-            steps.append(Step(self._split(mine), len(group), pixels))
+            steps.append(Step(self.split(mine), len(group), pixels))
         self._steps_cache = (epoch, steps)
         return steps
 

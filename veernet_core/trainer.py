@@ -127,7 +127,8 @@ class Trainer:
         return counts.metrics(names)
 
     def end_epoch(self, metrics: dict[str, float] | None) -> None:
-        record = {"epoch": float(self.epoch), "train_loss": self.epoch_loss_sum / max(1, self.step)}
+        # "epoch" counts epochs done, as a checkpoint's epoch does: the first epoch's record is epoch 1.
+        record = {"epoch": float(self.epoch + 1), "train_loss": self.epoch_loss_sum / max(1, self.step)}
         record.update(metrics or {})
         self.history.append(record)
         self.epoch += 1

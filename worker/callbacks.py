@@ -103,7 +103,7 @@ class ServiceCallbacks(TrainCallbacks):
         if seconds is not None:
             data["upload_seconds"] = round(seconds, 6)
         record = self._epoch_record
-        if ref.step == 0 and record.get("epoch") is not None and int(record["epoch"] or 0) + 1 == ref.epoch:
+        if ref.step == 0 and record.get("epoch") is not None and int(record["epoch"] or 0) == ref.epoch:
             data["history"] = {**record, "epoch": ref.epoch}
         return data
 

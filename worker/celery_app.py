@@ -24,9 +24,13 @@ from api.settings import Settings, get_settings
 
 TRAIN_TASK = "veernet.train"
 SEGMENT_TASK = "veernet.segment"
+PROBE_TASK = "veernet.probe"
 REAP_TASK = "veernet.reap"
-TRAIN_QUEUE, SEGMENT_QUEUE, REAPER_QUEUE = "train", "segment", "reaper"
-TASK_FOR_KIND = {"train": (TRAIN_TASK, TRAIN_QUEUE), "segment": (SEGMENT_TASK, SEGMENT_QUEUE)}
+# Training workers take probe jobs too (api.cli.processes): a probe measures the device they train on. On a
+# queue of its own, a probe waits for the next free training worker, not behind every queued training job.
+TRAIN_QUEUE, SEGMENT_QUEUE, PROBE_QUEUE, REAPER_QUEUE = "train", "segment", "probe", "reaper"
+TASK_FOR_KIND = {"train": (TRAIN_TASK, TRAIN_QUEUE), "segment": (SEGMENT_TASK, SEGMENT_QUEUE),
+                 "probe": (PROBE_TASK, PROBE_QUEUE)}
 TASK_MODULES = ("worker.tasks",)  # imported by worker processes only; the API sends by name
 LONGEST_JOB_S = 48 * 3600  # the reference multiclass run is ~9 h on one GPU; leave a wide margin
 # kombu polls the embedded broker every second by default: up to a second's wait on a scan that takes
@@ -58,10 +62,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_cancel_long_running_tasks_on_connection_loss": False,
         "worker_send_task_events": not embedded,  # for flower; the embedded transport has no fanout
         "task_send_sent_event": not embedded,
-        "task_queues": [Queue(TRAIN_QUEUE), Queue(SEGMENT_QUEUE), Queue(REAPER_QUEUE)],
+        "task_queues": [Queue(TRAIN_QUEUE), Queue(SEGMENT_QUEUE), Queue(PROBE_QUEUE), Queue(REAPER_QUEUE)],
         "task_default_queue": TRAIN_QUEUE,
         "task_routes": {TRAIN_TASK: {"queue": TRAIN_QUEUE}, SEGMENT_TASK: {"queue": SEGMENT_QUEUE},
-                        REAP_TASK: {"queue": REAPER_QUEUE}},
+                        PROBE_TASK: {"queue": PROBE_QUEUE}, REAP_TASK: {"queue": REAPER_QUEUE}},
         "beat_schedule": {
             "reap": {
                 "task": REAP_TASK,

@@ -7,11 +7,8 @@ loaded, so a scan costs its forward pass, not a Python start and a model load.
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from api import jobs
 from api.logs import job_context
@@ -20,10 +17,12 @@ from api.settings import Settings, get_settings
 from api.storage import get_store
 from worker.attempt import fenced, job_failed, start_job
 
+if TYPE_CHECKING:
+    from veernet_core.digitise.pipeline import StageTimer
+
 log = logging.getLogger(__name__)
 MODELS_KEPT = 2
 _models: OrderedDict[str, Any] = OrderedDict()
-T = TypeVar("T")
 
 
 def _model(spec: dict[str, Any], store: Any) -> tuple[Any, str]:
@@ -47,54 +46,16 @@ def _model(spec: dict[str, Any], store: Any) -> tuple[Any, str]:
 
 
 def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Settings,
-                  timings: dict[str, float] | None = None) -> dict[str, bytes]:
-    """The whole inference: the result files by name. `timings`, if given, gets seconds per stage."""
-    import json
+                  timer: StageTimer | None = None) -> dict[str, bytes]:
+    """The whole inference, veernet_core's pipeline with this process's models: the result files by name.
+    `timer`, if given, gets seconds per stage."""
+    from veernet_core.digitise import pipeline
 
-    from veernet_core.digitise.calibration import Calibration
-    from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
-    from veernet_core.digitise.predict import load_image, predict_probabilities
-    from veernet_core.digitise.rescale import plan, resample_image, scan_curves
-
-    clock = _Stopwatch(timings)
-    image = clock("decode", load_image, scan, settings.max_image_pixels, config["rotate_portrait"])
-    model, sha256 = clock("model", _model, config["model"], store)
-    calibration = Calibration.from_dict(config["calibration"], *image.shape)
-    resampling = plan(image.shape, model.trained_scale, config.get("scan_scale"), settings.max_image_pixels)
-    model_image = clock("resample", resample_image, image, resampling.model_size)
-    probabilities = clock("predict", predict_probabilities, model, model_image)
-    meta = ExportMeta(sha256, config["model"]["model_id"], config.get("scan", ""), config.get("well", ""),
-                      read_at=resampling.read_at)
-    # zlib and Pillow encode PNGs without holding the GIL: the mask is encoded beside the (pure Python)
-    # tracing and the overlay beside the text formats, on the core the forward pass no longer needs; two
-    # threads, so the overlay never waits behind a mask that is still compressing.
-    with ThreadPoolExecutor(2, thread_name_prefix="png") as background:
-        mask = background.submit(clock, "mask", mask_png, probabilities, image.shape)
-        curves = clock("trace", scan_curves, probabilities, calibration, resampling)
-        overlay = background.submit(clock, "overlay", overlay_png, image, curves)
-        files = {
-            "result": clock("json", lambda: json.dumps(to_json(curves, meta, resampling.to_dict())).encode()),
-            "csv": clock("csv", lambda: to_csv(curves).encode()),
-            "las": clock("las", lambda: to_las(curves, meta).encode()),
-        }
-        files["mask"], files["overlay"] = mask.result(), overlay.result()
-    return files
-
-
-class _Stopwatch:
-    """Calls a stage and, when given a dict, adds its wall time under the stage's name (stages in the
-    background thread overlap others)."""
-
-    def __init__(self, timings: dict[str, float] | None) -> None:
-        self.timings = timings
-
-    def __call__(self, name: str, stage: Callable[..., T], *args: Any) -> T:
-        started = time.perf_counter()
-        try:
-            return stage(*args)
-        finally:
-            if self.timings is not None:
-                self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
+    options = pipeline.ScanOptions(scan_scale=config.get("scan_scale"), rotate_portrait=config["rotate_portrait"],
+                                   scan_name=config.get("scan", ""), well=config.get("well", ""),
+                                   max_pixels=settings.max_image_pixels)
+    return pipeline.digitise_scan(scan, config["calibration"], lambda: _model(config["model"], store),
+                                  config["model"]["model_id"], options, timer).files
 
 
 def run_segment_job(job_id: int) -> str:

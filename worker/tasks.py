@@ -16,7 +16,7 @@ from typing import Any
 from celery import signals
 
 from api.logs import job_context
-from worker.celery_app import REAP_TASK, SEGMENT_TASK, TRAIN_TASK, get_celery
+from worker.celery_app import PROBE_TASK, REAP_TASK, SEGMENT_TASK, TRAIN_TASK, get_celery
 
 log = logging.getLogger(__name__)
 app = get_celery()
@@ -38,6 +38,15 @@ def segment_job(job_id: int) -> str:
 
     with job_context(int(job_id)):
         return run_segment_job(int(job_id))
+
+
+@app.task(name=PROBE_TASK)
+def probe_job(job_id: int) -> str:
+    """Claim probe job `job_id` and measure its model config on this worker's device, for the planner."""
+    from worker.probe_runner import run_probe_job
+
+    with job_context(int(job_id)):
+        return run_probe_job(int(job_id))
 
 
 @app.task(name=REAP_TASK)
@@ -71,9 +80,10 @@ def _preload(**_: Any) -> None:
     """
     if os.environ.get(PRELOAD_ENV) != "1":
         return
-    import veernet_core.digitise.predict  # noqa: F401
+    import veernet_core.digitise.pipeline  # noqa: F401
     import veernet_core.train  # noqa: F401
     import worker.callbacks  # noqa: F401
+    import worker.probe_runner  # noqa: F401
     import worker.runner  # noqa: F401
     import worker.segment_runner  # noqa: F401
 

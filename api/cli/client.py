@@ -198,11 +198,11 @@ class VeerNetClient:
         job_id = int(response.headers["location"].rsplit("/", 1)[1])
         return job_id, (dict(response.json()) if response.status_code == 200 else None)
 
-    def plan(self, body: dict[str, Any], timeout_s: float = 600.0) -> dict[str, Any]:
-        """POST /plan: memory, steps, time with interruptions and cost of a training run (may probe: slow)."""
+    def plan(self, body: dict[str, Any], timeout_s: float = 30.0) -> dict[str, Any]:
+        """POST /plan: memory, steps, time with interruptions and cost of a training run (answers at once)."""
         return dict(self.request("POST", "/plan", json=body, timeout=timeout_s).json())
 
-    def plan_chart(self, body: dict[str, Any], timeout_s: float = 600.0) -> bytes:
+    def plan_chart(self, body: dict[str, Any], timeout_s: float = 30.0) -> bytes:
         """POST /plan/chart.svg: the same plan as an SVG chart."""
         return self.request("POST", "/plan/chart.svg", json=body, timeout=timeout_s).content
 

@@ -182,17 +182,24 @@ def checkpoints(job_id: JobArg, as_json: AsJson = False, url: Url = DEFAULT_URL,
 def download(
     checkpoint_id: Annotated[int | None, typer.Argument(help="the checkpoint's id (see `veernet checkpoints`)",
                                                         show_default=False)] = None,
-    job: Annotated[int | None, typer.Option(help="instead: this job's best checkpoint (else its newest)")] = None,
+    job: Annotated[int | None, typer.Option(help="instead: this job's best checkpoint, the one with the highest "
+                                            "validation IoU (its newest if none was validated yet)")] = None,
+    latest: Annotated[bool, typer.Option("--latest", help="with --job: its newest checkpoint instead of its "
+                                         "best")] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="where to save it [default: "
                                              "job-J-checkpoint-C.pt here]", show_default=False)] = None,
     url: Url = DEFAULT_URL, key: Key = None,
 ) -> None:
-    """Download a checkpoint, verified against its registered sha256 (nothing is kept if it does not match)."""
+    """Download a checkpoint, verified against its registered sha256 (nothing is kept if it does not match).
+
+    `--job N` takes the job's best checkpoint; `--job N --latest` its newest."""
     if (checkpoint_id is None) == (job is None):
         fail("name one checkpoint: `veernet download CHECKPOINT_ID` or `veernet download --job JOB_ID`")
+    if latest and job is None:
+        fail("--latest picks among a job's checkpoints: `veernet download --job JOB_ID --latest`")
     with api(url, key) as client:
         if checkpoint_id is None:
-            checkpoint_id = pick_checkpoint(client, job)  # type: ignore[arg-type]
+            checkpoint_id = pick_checkpoint(client, job, latest)  # type: ignore[arg-type]
         row = client.checkpoint(checkpoint_id)
         dest = out or Path(f"job-{row['job_id']}-checkpoint-{checkpoint_id}.pt")
         if dest.is_dir():
@@ -203,10 +210,13 @@ def download(
                     highlight=False)
 
 
-def pick_checkpoint(client: VeerNetClient, job_id: int) -> int:
+def pick_checkpoint(client: VeerNetClient, job_id: int, latest: bool = False) -> int:
+    """The job's best checkpoint (the newest if none is flagged best), or with ``latest`` its newest."""
     rows = client.checkpoints(job_id)
     if not rows:
         fail(f"job {job_id} has no committed checkpoint yet; see `veernet status {job_id}`")
+    if latest:
+        return int(max(rows, key=lambda r: (r["global_step"], r["id"]))["id"])
     return int(max(rows, key=lambda r: (r["is_best"], r["global_step"], r["id"]))["id"])
 
 
@@ -248,6 +258,10 @@ def segment(
             write_file(path, data)
             views.out.print(f"wrote {path} ({fmt.upper()}, {len(data)} bytes) from segment job {job_id}",
                             markup=False, highlight=False)
+        # Curves named by drawing order alone, or hints the scan contradicts: said where the user looks.
+        summary = result if result is not None else json.loads(client.result(job_id, "json"))
+        for warning in summary.get("warnings", []):
+            views.err.print(f"warning: {warning}", markup=False, highlight=False)
 
 
 def segment_options(calibration: Path, well: str | None, model_checkpoint: int | None, model_job: int | None,
@@ -279,7 +293,9 @@ def write_file(path: Path, data: bytes) -> None:
 def plan(
     config_file: Annotated[Path, typer.Argument(help="a training config (or a POST /jobs body) as JSON or YAML",
                                                 show_default=False)],
-    device_class: Annotated[str | None, typer.Option(help="a device class the fleet's workers reported")] = None,
+    device_class: Annotated[str | None, typer.Option(
+        help="a device class the fleet's workers reported, or a known GPU ('A100 80GB', 'L4': an estimate if "
+             "nothing measured it)")] = None,
     gpu_memory_gb: Annotated[float | None, typer.Option(help="instead: a GPU of this many GiB")] = None,
     window_hours: Annotated[float, typer.Option(help="the window the run must finish in")] = 12.0,
     interruptions: Annotated[float | None, typer.Option(help="expected interruptions k [default: from the "
@@ -287,8 +303,8 @@ def plan(
     failure_rate: Annotated[float | None, typer.Option(help="interruptions per hour")] = None,
     utilisation: Annotated[float, typer.Option(help="share of a rented month the box is busy (hourly rate)")] = 0.5,
     tier: Annotated[list[str] | None, typer.Option(help="NAME=EUR_PER_MONTH, another tier to cost (repeat)")] = None,
-    probe: Annotated[bool, typer.Option(help="probe the API's host when no completed job calibrates the plan")]
-    = True,
+    probe: Annotated[bool, typer.Option(help="queue a probe job for a worker when the fleet has not measured "
+                                         "this model config (the plan says it is pending)")] = True,
     svg: Annotated[Path | None, typer.Option(help="also write the plan's chart (SVG) here")] = None,
     as_json: AsJson = False, url: Url = DEFAULT_URL, key: Key = None,
 ) -> None:

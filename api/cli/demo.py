@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,37 +70,97 @@ def _download(client: VeerNetClient, job_id: int, out_dir: str) -> tuple[dict[st
     return client.download(newest["id"], path), str(path)
 
 
+# What the demo's service children need not say on a terminal, real errors aside: Celery's advice against
+# running as root (a container's user), and torch's C++ warnings, such as the profiler's about memory
+# allocated before the memory probe began. Their logs stay at WARNING, on stderr.
+QUIET_ENV = {"PYTHONWARNINGS": "ignore:You're running the worker with superuser privileges",
+             "TORCH_CPP_LOG_LEVEL": "ERROR"}
+
+
+@dataclass
+class Outcome:
+    """What the demo made, for its report."""
+
+    job: dict[str, Any]
+    checkpoint: dict[str, Any]
+    path: str
+    scan: dict[str, Any]
+    elapsed_s: float
+
+
+def _start_stack(port: int) -> subprocess.Popen[bytes]:
+    """`veernet up` on the loopback address. Its stdout carries only Celery's banners and shutdown notices;
+    logs, warnings and tracebacks are on stderr, which stays on the terminal."""
+    env = {**os.environ, **QUIET_ENV}
+    return subprocess.Popen([sys.executable, "-m", "api.cli", "up", "--port", str(port), "--loglevel", "WARNING"],
+                            env=env, stdout=subprocess.DEVNULL)
+
+
+def _stop(stack: subprocess.Popen[bytes]) -> None:
+    stack.send_signal(signal.SIGTERM)
+    stack.wait(timeout=60)
+
+
 def run_demo(port: int, keep: bool) -> int:
+    """0 once the job trained, its checkpoint verified and the scan digitised; 1 otherwise. With ``keep``,
+    the service then runs on until Ctrl-C."""
     settings = get_settings()
     base = f"http://127.0.0.1:{port}"
     print(f"starting the service on {base} (data in {settings.veernet_data_dir})", flush=True)
-    stack = subprocess.Popen([sys.executable, "-m", "api.cli", "up", "--port", str(port), "--loglevel", "WARNING"])
-    started = time.monotonic()
+    stack = _start_stack(port)
     try:
-        admin_key = settings.veernet_admin_key  # keys on: the demo acts as the admin
-        with VeerNetClient(base, admin_key.get_secret_value() if admin_key else None) as client:
-            _wait_healthy(client, stack)
-            job_id = int(client.submit(DEMO_CONFIG)["id"])
-            print(f"submitted job {job_id} (POST /jobs); it is at {base}/jobs/{job_id}", flush=True)
-            job = _follow(client, job_id)
-            if job["status"] != "succeeded":
-                print(f"job {job_id} ended {job['status']}: {job.get('error')}", file=sys.stderr)
-                return 1
-            checkpoint, path = _download(client, job_id, str(settings.veernet_data_dir))
-            print(f"checkpoint {checkpoint['id']} downloaded, sha256 verified; digitising a scan (POST /segment)",
-                  flush=True)
-            scan = _digitise(client, str(settings.veernet_data_dir))
-        _report(base, settings, job, checkpoint, path, scan, time.monotonic() - started)
-        return 0
+        outcome = _main_job(base, settings, stack)
     except ApiError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        if keep:
-            print(f"the service keeps running (pid {stack.pid}); stop it with: kill {stack.pid}")
-        else:
-            stack.send_signal(signal.SIGTERM)
-            stack.wait(timeout=60)
+        outcome = None
+    except BaseException:
+        _stop(stack)
+        raise
+    if not keep:
+        _stop(stack)
+    if outcome is not None:
+        _report(settings, outcome)
+    job_id = outcome.job["id"] if outcome is not None else None
+    if keep:
+        return _serve(stack, base, job_id, 0 if outcome is not None else 1)
+    print("\nthe service has stopped. To look around the dashboard"
+          + (f" (this job's page is /#/jobs/{job_id})" if job_id is not None else "")
+          + ", keep it running: make run KEEP=1, or veernet demo --keep")
+    return 0 if outcome is not None else 1
+
+
+def _main_job(base: str, settings: Any, stack: subprocess.Popen[bytes]) -> Outcome | None:
+    """Train, download and verify, digitise: the Outcome, or None if the job did not succeed."""
+    started = time.monotonic()
+    admin_key = settings.veernet_admin_key  # keys on: the demo acts as the admin
+    data_dir = str(settings.veernet_data_dir)
+    with VeerNetClient(base, admin_key.get_secret_value() if admin_key else None) as client:
+        _wait_healthy(client, stack)
+        job_id = int(client.submit(DEMO_CONFIG)["id"])
+        print(f"submitted job {job_id} (POST /jobs); watch it in the dashboard: {base}/#/jobs/{job_id}", flush=True)
+        job = _follow(client, job_id)
+        if job["status"] != "succeeded":
+            print(f"job {job_id} ended {job['status']}: {job.get('error')}", file=sys.stderr)
+            return None
+        checkpoint, path = _download(client, job_id, data_dir)
+        print(f"checkpoint {checkpoint['id']} downloaded, sha256 verified; digitising a scan (POST /segment)",
+              flush=True)
+        scan = _digitise(client, data_dir)
+    return Outcome(job, checkpoint, path, scan, time.monotonic() - started)
+
+
+def _serve(stack: subprocess.Popen[bytes], base: str, job_id: int | None, code: int) -> int:
+    """--keep: the service runs on, its links printed, until Ctrl-C (which reaches it too) or it stops."""
+    print("\nthe service keeps running; press Ctrl-C to stop it")
+    print(f"  dashboard       {base}/" + (f"#/jobs/{job_id}  (this job's page)" if job_id is not None else ""))
+    print(f"  API             {base}  (OpenAPI docs at {base}/docs)", flush=True)
+    try:
+        stopped = stack.wait()
+    except KeyboardInterrupt:
+        stack.wait(timeout=60)  # the terminal's Ctrl-C went to the service too: it is stopping
+        return code
+    print(f"the service stopped on its own (exit {stopped}); see its log above", file=sys.stderr)
+    return code or 1
 
 
 def _digitise(client: VeerNetClient, out_dir: str) -> dict[str, Any]:
@@ -147,10 +208,10 @@ def _against_truth(log: Any, result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _report(base: str, settings: Any, job: dict[str, Any], checkpoint: dict[str, Any], path: str,
-            scan: dict[str, Any], elapsed: float) -> None:
+def _report(settings: Any, outcome: Outcome) -> None:
+    job, checkpoint, scan = outcome.job, outcome.checkpoint, outcome.scan
     metrics = checkpoint.get("metrics") or {}
-    print(f"\njob {job['id']} succeeded in {elapsed:.0f} s; validation IoU (curves, mean) "
+    print(f"\njob {job['id']} succeeded in {outcome.elapsed_s:.0f} s; validation IoU (curves, mean) "
           f"{metrics.get('iou_fg_mean', float('nan')):.3f}")
     print(f"checkpoint {checkpoint['id']} ({checkpoint['size']} bytes) downloaded, sha256 verified "
           f"{checkpoint['sha256']}")
@@ -161,10 +222,8 @@ def _report(base: str, settings: Any, job: dict[str, Any], checkpoint: dict[str,
         print(f"  {curve['mnemonic']:<6} mean error {curve['mae_pct']:.2f} % of the track, "
               f"value found at {curve['coverage']:.1%} of the depths")
     print("where everything is:")
-    print(f"  API             {base}  (OpenAPI docs at {base}/docs)")
-    print(f"  job             {base}/jobs/{job['id']}")
     print(f"  database        {redact_url(settings.database_url)}")
     print(f"  broker          {redact_url(settings.broker_url)}")
     print(f"  checkpoints     {settings.checkpoint_url}/jobs/{job['id']}/")
-    print(f"  downloaded      {path}")
+    print(f"  downloaded      {outcome.path}")
     print(f"  digitised       {scan['paths']['las']} (LAS 2.0), {scan['paths']['csv']}")

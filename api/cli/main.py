@@ -16,7 +16,8 @@ import typer
 
 from api.cli.analyse import register as register_analyse
 from api.cli.client_commands import register as register_client_commands
-from api.cli.processes import parse_gpus, supervise, worker_processes
+from api.cli.gpus import parse_gpus
+from api.cli.processes import Managed, supervise, worker_processes
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 keys = typer.Typer(no_args_is_help=True, help="Create, revoke and list API keys (needed once VEERNET_ADMIN_KEY "
@@ -51,13 +52,21 @@ def api(host: str = "127.0.0.1", port: int = 8000,
         workers: Annotated[int, typer.Option(min=1, envvar="API_WORKERS",
                                              help="API processes sharing the port (about one per core)")] = 1,
         loglevel: str = "info") -> None:
-    """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only."""
+    """Serve the HTTP API (uvicorn api.main:app). Without VEERNET_ADMIN_KEY it binds loopback addresses only.
+
+    On the embedded default (no DATABASE_URL) it migrates its SQLite database first; any other database
+    is migrated with `veernet migrate`, and /healthz answers 503 until it is."""
     import uvicorn
 
     from api.settings import get_settings
 
     _logging(loglevel)
     notice = _checked_bind(host)
+    _checked_port(host, port)
+    if get_settings().uses_embedded_database:  # nothing configured: no separate `veernet migrate` to forget
+        from api.db import migrate as run_migrations
+
+        run_migrations()
     log.log(logging.INFO if get_settings().keys_required else logging.WARNING, notice)
     thread = None
     if reaper:
@@ -74,56 +83,89 @@ def api(host: str = "127.0.0.1", port: int = 8000,
             thread.stop()
 
 
+PING_HELP = ("instead of starting them, ping the Celery workers this command starts and exit 0 if every one "
+             "answers (a container's health check; needs the Redis broker)")
+
+
 @app.command()
-def worker(gpus: Annotated[str, typer.Option(help="GPU indices, one worker process each: 0,1")] = "",
+def worker(gpus: Annotated[str, typer.Option(help="GPU indices, one worker process each: 0,1; or all: every GPU "
+                                                  "of this machine (or container)")] = "",
            cpu: Annotated[bool, typer.Option(help="one worker on the CPU")] = False,
-           queue: Annotated[str, typer.Option(help="train or segment")] = "train",
-           loglevel: str = "INFO") -> None:
+           queue: Annotated[str, typer.Option(help="train (its workers also run the planner's probe jobs) or "
+                                                   "segment")] = "train",
+           loglevel: str = "INFO",
+           ping: Annotated[bool, typer.Option(help=PING_HELP)] = False) -> None:
     """Start one Celery worker process per GPU (or one on the CPU), and keep them running."""
     _logging(loglevel)
     if queue not in ("train", "segment"):
         raise typer.BadParameter(f"--queue must be train or segment, got {queue!r}")
     if bool(gpus) == cpu:
-        raise typer.BadParameter("give exactly one of --gpus 0,1 or --cpu")
-    try:
-        devices = parse_gpus(gpus) if gpus else None
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    raise typer.Exit(supervise(worker_processes(devices, queue, loglevel)))
+        raise typer.BadParameter("give exactly one of --gpus 0,1 (or all) or --cpu")
+    children = worker_processes(_gpus(gpus), queue, loglevel)
+    raise typer.Exit(_ping(children) if ping else supervise(children))
 
 
 @app.command()
-def reaper(loglevel: str = "INFO") -> None:
+def reaper(loglevel: str = "INFO", ping: Annotated[bool, typer.Option(help=PING_HELP)] = False) -> None:
     """Celery beat plus a worker on the reaper queue: requeue expired leases, re-send lost messages."""
-    from api.cli.processes import Managed, celery_worker_argv
-
-    _logging(loglevel)
     import os
 
+    from api.cli.processes import celery_worker_argv
+
+    _logging(loglevel)
     child = Managed("reaper", celery_worker_argv("reaper", "reaper@%h", loglevel, beat=True), dict(os.environ))
-    raise typer.Exit(supervise([child]))
+    raise typer.Exit(_ping([child]) if ping else supervise([child]))
+
+
+def _gpus(text: str) -> list[str] | None:
+    """--gpus as indices (``all`` found on this machine), None when not given; a usage error saying what to fix."""
+    try:
+        return parse_gpus(text) if text else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--gpus") from exc
+
+
+def _ping(children: list[Managed]) -> int:
+    from api.cli.ping import ping_report
+
+    ok, line = ping_report(children)
+    typer.echo(line, err=not ok)
+    return 0 if ok else 1
 
 
 @app.command()
 def up(host: str = "127.0.0.1", port: int = 8000,
-       gpus: Annotated[str, typer.Option(help="GPU indices for training workers; none = one CPU worker")] = "",
+       gpus: Annotated[str, typer.Option(help="GPU indices for training workers, or all; none = one CPU worker")] = "",
        loglevel: str = "INFO") -> None:
     """Migrate, then run the API, the workers and the reaper until Ctrl-C."""
     from api.cli.stack import run_stack
 
     _logging(loglevel)
     _checked_bind(host)  # the API process logs the notice itself
-    raise typer.Exit(run_stack(host, port, parse_gpus(gpus) if gpus else None, loglevel))
+    _checked_port(host, port)
+    raise typer.Exit(run_stack(host, port, _gpus(gpus), loglevel))
 
 
 @app.command()
-def demo(port: int = 8000,
-         keep: Annotated[bool, typer.Option(help="leave the service running afterwards")] = False) -> None:
-    """Start the service, train a small synthetic job over HTTP, download and verify its checkpoint."""
+def demo(port: Annotated[int, typer.Option(help="the API's port on 127.0.0.1; it must be free")] = 8000,
+         keep: Annotated[bool, typer.Option(help="then keep the service running, for its dashboard, until "
+                                            "Ctrl-C (make run KEEP=1)")] = False) -> None:
+    """What `make run` runs: start the service, train a small job over HTTP, download and verify its checkpoint,
+    digitise a scan."""
     from api.cli.demo import run_demo
 
     _logging("WARNING")
+    _checked_port("127.0.0.1", port, " (make run PORT=8001)")
     raise typer.Exit(run_demo(port, keep))
+
+
+def _checked_port(host: str, port: int, make_hint: str = "") -> None:
+    """A usage error naming the port if something already listens on it."""
+    from api.cli.processes import port_taken
+
+    problem = port_taken(host, port)
+    if problem is not None:
+        raise typer.BadParameter(f"{problem}; stop it, or choose another with --port{make_hint}", param_hint="--port")
 
 
 def _checked_bind(host: str) -> str:

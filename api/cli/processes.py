@@ -5,9 +5,11 @@ No torch and no FastAPI here: `veernet worker` must stay light in the parent pro
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -37,10 +39,16 @@ class Managed:
 
 
 PRELOAD = {"VEERNET_PRELOAD": "1"}  # training and inference workers: torch imported once, before the pool forks
+# The memory probe (veernet_core.memory) counts allocations with torch's profiler, whose every start and stop
+# prints a trace marker line (kineto's "USDT" level, above ERROR) into the job's log; 6 silences kineto.
+# A user's own KINETO_LOG_LEVEL wins.
+QUIET_PROFILER = {"KINETO_LOG_LEVEL": "6"}
 
 
 def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: bool = False) -> list[str]:
-    argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queue,
+    # A training worker also takes probe jobs: the planner's measurements of a model on its device.
+    queues = "train,probe" if queue == "train" else queue
+    argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queues,
             "--concurrency", "1", "--prefetch-multiplier", "1", "--pool", "prefork",
             "--hostname", hostname, "--loglevel", loglevel, "--without-gossip", "--without-mingle"]
     if queue == "segment":  # inference is short: keep the process and its loaded models between scans
@@ -50,15 +58,25 @@ def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: 
 
 def worker_processes(gpus: Sequence[str] | None, queue: str, loglevel: str = "INFO") -> list[Managed]:
     """One Celery worker per GPU, each seeing only its own device; or one CPU worker."""
-    base = {**os.environ, **PRELOAD}
+    base = {**QUIET_PROFILER, **os.environ, **PRELOAD}
     if not gpus:
         env = {**base, "CUDA_VISIBLE_DEVICES": ""}
         return [Managed(f"{queue}-cpu", celery_worker_argv(queue, f"{queue}-cpu@%h", loglevel), env)]
+    # CUDA numbers GPUs fastest first by default, nvidia-smi by PCI bus: on a box of mixed GPUs, --gpus 1
+    # would otherwise not be the GPU that nvidia-smi (and `--gpus all`, which asks it) calls 1.
+    order = {"CUDA_DEVICE_ORDER": base.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID")}
     return [
         Managed(f"{queue}-gpu{gpu}", celery_worker_argv(queue, f"{queue}-gpu{gpu}@%h", loglevel),
-                {**base, "CUDA_VISIBLE_DEVICES": gpu})
+                {**base, **order, "CUDA_VISIBLE_DEVICES": gpu})
         for gpu in gpus
     ]
+
+
+def celery_node(child: Managed) -> str:
+    """The Celery node name ``child`` registers as: its --hostname, with %h expanded as Celery expands it."""
+    from celery.utils.nodenames import host_format
+
+    return str(host_format(child.argv[child.argv.index("--hostname") + 1]))
 
 
 def supervise(children: list[Managed], poll_s: float = 0.5) -> int:
@@ -103,8 +121,21 @@ def _restart_dead(children: list[Managed]) -> None:
         child.start()
 
 
-def parse_gpus(text: str) -> list[str]:
-    gpus = [g.strip() for g in text.split(",") if g.strip()]
-    if not gpus or any(not g.isdigit() for g in gpus) or len(set(gpus)) != len(gpus):
-        raise ValueError(f"--gpus takes distinct GPU indices like 0,1; got {text!r}")
-    return gpus
+def port_taken(host: str, port: int) -> str | None:
+    """Why the API could not listen on ``host:port`` (something already does), or None if it could.
+
+    A bind test, as uvicorn binds (SO_REUSEADDR: a port left in TIME_WAIT by a service that just
+    stopped is free). Checked before anything starts: a client that found another service on the port
+    would report its answers as ours.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use (another service?)"
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+

@@ -22,8 +22,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+
+def _console(stderr: bool = False) -> Console:
+    """Rich on a terminal; into a pipe or a file, every line whole: rich would wrap at 80 columns there,
+    and a line per change is what grep, awk and log collectors read."""
+    console = Console(stderr=stderr, highlight=False)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=UNWRAPPED_WIDTH)
+
+
+UNWRAPPED_WIDTH = 1_000_000  # tables laid out at their content's width, never folded
+out = _console()
+err = _console(stderr=True)
 
 
 def print_json(data: Any) -> None:
@@ -42,9 +53,10 @@ def progress_parts(job: dict[str, Any]) -> list[str]:
     """Epoch, step, loss, images/s, attempt, recoveries and ETA, as far as the job has them."""
     progress, eta = job.get("progress") or {}, job.get("eta") or {}
     parts = []
-    epochs = (job.get("config") or {}).get("epochs")
+    epochs = progress.get("epochs") or (job.get("config") or {}).get("epochs")
     if progress.get("epoch") is not None and epochs:
-        parts.append(f"epoch {min(progress['epoch'] + 1, epochs)}/{epochs}")
+        # Work done, as for steps (README: "Epochs count work done").
+        parts.append(f"epochs done {progress['epoch']}/{epochs}")
     if progress.get("total_steps"):
         parts.append(f"step {progress.get('global_step') or 0}/{progress['total_steps']}")
     if progress.get("loss") is not None:
@@ -61,7 +73,7 @@ def progress_parts(job: dict[str, Any]) -> list[str]:
 
 
 def describe(job: dict[str, Any]) -> str:
-    """One line: ``job 7 running: epoch 1/2, step 5/16, loss 0.4321, ...``."""
+    """One line: ``job 7 running: epochs done 0/2, step 5/16, loss 0.4321, ...``."""
     return f"job {job['id']} {job['status']}: " + ", ".join(progress_parts(job))
 
 
@@ -160,7 +172,7 @@ def job_panel(job: dict[str, Any]) -> None:
             ("recovery time", f"{job.get('recovery_seconds', 0):.1f} s"),
             ("created (UTC)", str(job["created_at"])[:19].replace("T", " "))]
     if job.get("metrics"):
-        rows.append(("metrics", ", ".join(f"{k} {_number(v)}" for k, v in sorted(job["metrics"].items()))))
+        rows.append(("metrics", metrics_line(job)))
     last = job.get("last_checkpoint")
     if last:
         rows.append(("last checkpoint", f"{last['id']} (epoch {last['epoch']}, step {last['global_step']}, "
@@ -178,6 +190,15 @@ def job_panel(job: dict[str, Any]) -> None:
             table.add_row(str(event["created_at"])[11:19], str(event["attempt"]), escape(event["kind"]),
                           escape(event["message"]))
         out.print(table)
+
+
+def metrics_line(job: dict[str, Any]) -> str:
+    """``after 2/2 epochs: iou_fg_mean 0.0763, ...``: the newest epoch's record, its epoch counted as done."""
+    metrics = dict(job["metrics"])
+    epoch = metrics.pop("epoch", None)
+    epochs = (job.get("progress") or {}).get("epochs") or (job.get("config") or {}).get("epochs")
+    values = ", ".join(f"{k} {_number(v)}" for k, v in sorted(metrics.items()))
+    return values if epoch is None else f"after {int(epoch)}/{epochs or '?'} epochs: {values}"
 
 
 def checkpoints_table(job_id: int, rows: list[dict[str, Any]]) -> None:
@@ -198,19 +219,33 @@ def _number(value: Any) -> str:
 
 
 def plan_summary(plan: dict[str, Any]) -> list[str]:
-    """A plan in a dozen lines: what fits, how long, what interruptions cost, what it costs."""
-    mem, data, times, stops, ckpt = (plan["memory"], plan["data"], plan["time"], plan["interruptions"],
-                                     plan["checkpointing"])
+    """A plan in a dozen lines: what fits, how long, what interruptions cost, what it costs, and what the
+    throughput is (measured, an estimate, or pending a probe job)."""
+    mem, data = plan["memory"], plan["data"]
     widest = mem["widest_log"]
     fits = {True: "fits", False: "DOES NOT FIT", None: "not measured"}[widest["fits"]]
+    measurement = plan.get("measurement") or {}
     lines = [
         f"device          {plan['device_class']} ({mem['source']})",
+        f"throughput      {measurement.get('status', 'measured').upper()}: {measurement.get('message', '')}",
         f"memory          pixel budget {mem['pixel_budget']:,} px per micro-batch; widest log "
         f"{widest['width']} x {widest['height']} px {fits}",
         f"data            {data['train_images']} training / {data['val_images']} validation images, "
         f"{data['steps_per_epoch']} steps per epoch x {data['epochs']}, up to {data['accumulation_steps_max']} "
         f"micro-batches per step, padding waste {data['padding_waste']:.1%}",
-        f"compute         {duration(times['compute_s'])} (start-up {duration(times['startup_s'])}, training "
+    ]
+    if plan.get("time") is not None:
+        lines += _timed_lines(plan)
+    lines += [f"warning         {warning}" for warning in plan.get("warnings", [])
+              if warning != measurement.get("message")]
+    return lines
+
+
+def _timed_lines(plan: dict[str, Any]) -> list[str]:
+    times, stops, ckpt = plan["time"], plan["interruptions"], plan["checkpointing"]
+    estimate = "ESTIMATED " if (plan.get("throughput") or {}).get("source") == "gpu_table_estimate" else ""
+    lines = [
+        f"compute         {estimate}{duration(times['compute_s'])} (start-up {duration(times['startup_s'])}, training "
         f"{duration(times['train_s'])}, validation {duration(times['validation_s'])}, checkpoints "
         f"{duration(times['checkpoint_s'])}); {times['images_per_s']:.1f} images/s",
         f"interruptions   k = {stops['k']:.2f}, each {duration(stops['resume_tax_s'])} resume tax + "
@@ -222,9 +257,8 @@ def plan_summary(plan: dict[str, Any]) -> list[str]:
         lines.append(f"checkpoints     every {duration(ckpt['interval_s'])} now; the failure rate "
                      f"({ckpt['failure_rate_per_h']:.2f}/h) is best served every {best}")
     for cost in plan["costs"]:
-        lines.append(f"cost            {cost['tier']}: {cost['eur']:.2f} EUR ({cost['eur_per_month']:g} EUR/month at "
-                     f"{cost['utilisation']:.0%} use = {cost['eur_per_hour']:.2f} EUR/h)")
-    lines += [f"warning         {warning}" for warning in plan.get("warnings", [])]
+        lines.append(f"cost            {estimate}{cost['tier']}: {cost['eur']:.2f} EUR ({cost['eur_per_month']:g} "
+                     f"EUR/month at {cost['utilisation']:.0%} use = {cost['eur_per_hour']:.2f} EUR/h)")
     return lines
 
 

@@ -139,6 +139,13 @@ function percent(job) {
   return f === null || f === undefined ? "" : `${Math.floor(f * 100)} %`;
 }
 
+// Epochs count work done, as steps do (README: "Epochs count work done"): "1/2" while the second epoch
+// trains, "2/2" at the end.
+function epochsDone(job) {
+  const p = job.progress || {};
+  return p.epoch === null || p.epoch === undefined || !p.epochs ? "" : `${p.epoch}/${p.epochs}`;
+}
+
 function bytes(n) {
   const units = ["B", "kB", "MB", "GB", "TB"];
   let k = 0;
@@ -176,7 +183,7 @@ function poll(fn) {
 
 function jobsPage() {
   const table = h("table", { id: "jobs-table" }, h("thead", {}, h("tr", {},
-    ["Job", "Kind", "Status", "Progress", "Epoch", "Loss", "ETA", "Attempt", "Recoveries", "Created"]
+    ["Job", "Kind", "Status", "Progress", "Epochs done", "Loss", "ETA", "Attempt", "Recoveries", "Created"]
       .map((name) => h("th", {}, name)))), h("tbody"));
   const filter = h("select", { id: "status-filter", onchange: () => refresh() },
     h("option", { value: "" }, "every status"), ...["queued", "running", "succeeded", "failed", "cancelled"]
@@ -218,7 +225,7 @@ function jobsPage() {
     const rows = page.items.map((job) => h("tr", { dataset: { job: job.id, status: job.status } },
       h("td", {}, h("a", { href: job.kind === "segment" ? `#/segment/${job.id}` : `#/jobs/${job.id}` }, `#${job.id}`)),
       h("td", {}, job.kind), h("td", {}, statusBadge(job.status)), h("td", { class: "num" }, percent(job)),
-      h("td", { class: "num" }, job.progress.epoch ?? ""), h("td", { class: "num" }, num(job.progress.loss)),
+      h("td", { class: "num epochs" }, epochsDone(job)), h("td", { class: "num" }, num(job.progress.loss)),
       h("td", { class: "eta" }, eta(job)), h("td", { class: "num" }, job.attempt),
       h("td", { class: "num" }, job.recoveries), h("td", {}, clock(job.created_at))));
     $("tbody", table).replaceChildren(...rows);
@@ -248,7 +255,7 @@ function jobPage(id) {
     h("table", { id: "timeline" }, h("thead", {}, h("tr", {}, ["Time", "Attempt", "Event", "What happened"]
       .map((name) => h("th", {}, name)))), timeline),
     h("h2", {}, "Checkpoints"),
-    h("table", { id: "checkpoints" }, h("thead", {}, h("tr", {}, ["#", "Epoch", "Step", "Global step", "Attempt",
+    h("table", { id: "checkpoints" }, h("thead", {}, h("tr", {}, ["#", "Epochs done", "Step", "Global step", "Attempt",
       "Size", "IoU (curves)", "sha256", ""].map((name) => h("th", {}, name)))), checkpoints));
 
   let drawnHistory = "";
@@ -278,8 +285,8 @@ function jobPage(id) {
     progress.value = p.fraction || 0;
     progress.dataset.fraction = String(p.fraction ?? "");
     $("#job-progress-text").textContent = p.total_steps
-      ? `step ${p.global_step ?? 0} of ${p.total_steps} (${percent(job)}), epoch ${(p.epoch ?? 0)} done of ` +
-        `${job.config.epochs ?? "?"}` : "waiting for the first step";
+      ? `step ${p.global_step ?? 0} of ${p.total_steps} (${percent(job)}), epochs done ${epochsDone(job)}`
+      : "waiting for the first step";
     $("#job-error").textContent = job.error || "";
     cancel.hidden = FINISHED.includes(job.status) || job.cancel_requested;
   }
@@ -359,7 +366,8 @@ function segmentPage() {
     h("p", {}, h("label", {}, "Scanned log (PNG, TIFF or JPEG; depth along the width) ", file)),
     h("div", { class: "scan-view" }, preview),
     h("p", { class: "hint" }, "Options: the calibration read off the log (depth at two ends or two ticks, the ",
-      "track's top and bottom rows, each curve's scale), optionally a model ({\"checkpoint_id\": n} or ",
+      "track's top and bottom rows, each curve's scale and, to tell the curves apart, the style, ink and ",
+      "anchors the log's legend and a reading give them; every field in docs/reference.md), optionally a model ({\"checkpoint_id\": n} or ",
       "{\"job_id\": n}; the bundled model if omitted), the well's name, and scan_scale (1.0 = full resolution, ",
       "480-640 px tall at about 300 dpi; taken from the scan's height if omitted)."),
     options, h("p", {}, h("button", { type: "submit", id: "segment-submit" }, "Digitise")), errors);

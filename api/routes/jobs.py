@@ -35,7 +35,7 @@ def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, prin
                response: Response, dry_run: bool = False) -> Any:
     """Validate a training config, queue the job, and send it to a worker (dry_run=true: only plan it)."""
     if dry_run:
-        return JSONResponse(plan.plan_body(PlanBody(config=body.config), session, settings, principal.tenant))
+        return JSONResponse(plan.plan_body(PlanBody(config=body.config), session, settings, principal))
     limits.check_submission(session, principal, settings)
     config = limits.train_config(body.config, settings, principal.tenant)
     job = jobs.create_job(session, body.kind, config.to_dict(), principal.tenant)

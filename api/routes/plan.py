@@ -15,18 +15,16 @@ from veernet_core.plan_chart import render_svg
 router = APIRouter(prefix="/plan", tags=["plan"], dependencies=[Depends(get_principal)], responses=COMMON_ERRORS)
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: SUBMISSION_ERRORS[400], 413: SUBMISSION_ERRORS[413],
-    409: {"model": ErrorBody, "description": "probe=false and nothing to calibrate from"},
-    422: {"model": ErrorBody, "description": "Invalid config or target, one entry per bad field, or a model "
-          "too large to probe here (PLAN_MAX_PROBE_GFLOPS)"},
-    429: {"model": ErrorBody, "description": "Another plan is probing this host: retry after Retry-After seconds",
-          "headers": SUBMISSION_ERRORS[429]["headers"]},
+    409: {"model": ErrorBody, "description": "probe=false and nothing measures or estimates the throughput"},
+    422: {"model": ErrorBody, "description": "Invalid config, or a device class or GPU size nothing knows "
+          "(the message lists the known ones), one entry per bad field"},
 }
 
 
 @router.post("", response_model=PlanOut, responses=ERRORS)
 def plan_run(body: PlanBody, session: SessionDep, settings: SettingsDep, principal: PrincipalDep) -> Any:
-    """Memory, steps, wall-clock with interruptions, checkpoint interval and cost of a training run."""
-    return plan.plan_body(body, session, settings, principal.tenant)
+    """Memory, steps, wall-clock with interruptions, checkpoint interval and cost; never probes in the API."""
+    return plan.plan_body(body, session, settings, principal)
 
 
 SVG = {"image/svg+xml": {"schema": {"type": "string"}}}
@@ -36,5 +34,5 @@ SVG = {"image/svg+xml": {"schema": {"type": "string"}}}
     **ERRORS, 200: {"description": "The plan as a chart", "content": SVG}})
 def plan_chart(body: PlanBody, session: SessionDep, settings: SettingsDep, principal: PrincipalDep) -> Response:
     """The plan as an SVG bar: compute, the interruptions' cost stacked on it, and the window line."""
-    return Response(render_svg(plan.plan_body(body, session, settings, principal.tenant)),
+    return Response(render_svg(plan.plan_body(body, session, settings, principal)),
                     media_type="image/svg+xml", status_code=status.HTTP_200_OK)

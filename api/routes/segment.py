@@ -43,7 +43,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 def submit_segment(file: Annotated[UploadFile, File(description="PNG, TIFF or JPEG scan")],
                    session: SessionDep, settings: SettingsDep, store: StoreDep, principal: PrincipalDep,
                    response: Response,
-                   options: Annotated[str | None, Form(description="JSON: calibration, model, ...")] = None,
+                   options: Annotated[str | None, Form(description=segment.options_description())] = None,
                    wait: bool = False, timeout: float = Query(30.0, gt=0)) -> Any:
     """Queue a scan for digitising; with wait=true answer with the result if it is done in time."""
     limits.check_submission(session, principal, settings)
@@ -82,7 +82,8 @@ def _result_response(job_id: int, store: Any) -> Response:
     if state != "succeeded":
         return JSONResponse({"detail": f"segment job {job_id} {state}: {error}"}, status_code=422)
     blob = open_blob(store, segment.result_key(job_id, "result"))
-    return Response(b"".join(blob.chunks), media_type="application/json", headers={"Location": f"/jobs/{job_id}"})
+    return Response(b"".join(blob.chunks), media_type=RESULT_FILES["result"].media_type,
+                    headers={"Location": f"/jobs/{job_id}"})
 
 
 def _result_file(job_id: int, name: str, session: Session, store: LocalStore | S3Store,
@@ -99,41 +100,41 @@ FILE_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "descr
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 
-def _file(media: str, what: str, schema: dict[str, Any] | None = None) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI answers of a result file: the file (in its media type), 404 or 409."""
-    return {**FILE_ERRORS, 200: {"description": what, "content": {media: schema or BINARY}}}
+def _file(name: str, what: str, schema: dict[str, Any] | None = None) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI answers of result file `name`: the file (in its media type), 404 or 409."""
+    return {**FILE_ERRORS, 200: {"description": what, "content": {RESULT_FILES[name].media_type: schema or BINARY}}}
 
 
 @router.get("/jobs/{job_id}/result", response_class=Response,
-            responses=_file("application/json", "The curves as JSON", {"schema": {"type": "object"}}))
+            responses=_file("result", "The curves as JSON", {"schema": {"type": "object"}}))
 def result_json(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """Per curve, per depth sample: the value and a confidence (null where no curve was found)."""
     return _result_file(job_id, "result", session, store, principal.scope)
 
 
 @router.get("/jobs/{job_id}/result.csv", response_class=Response,
-            responses=_file("text/csv", "The curves as CSV", {"schema": {"type": "string"}}))
+            responses=_file("csv", "The curves as CSV", {"schema": {"type": "string"}}))
 def result_csv(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The curves as CSV: a depth column, then one column per curve."""
     return _result_file(job_id, "csv", session, store, principal.scope)
 
 
 @router.get("/jobs/{job_id}/result.las", response_class=Response,
-            responses=_file("text/plain", "The curves as LAS 2.0", {"schema": {"type": "string"}}))
+            responses=_file("las", "The curves as LAS 2.0", {"schema": {"type": "string"}}))
 def result_las(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The curves as LAS 2.0, with the model and calibration in its header."""
     return _result_file(job_id, "las", session, store, principal.scope)
 
 
 @router.get("/jobs/{job_id}/mask.png", response_class=Response,
-            responses=_file("image/png", "The predicted mask"))
+            responses=_file("mask", "The predicted mask"))
 def result_mask(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The predicted mask."""
     return _result_file(job_id, "mask", session, store, principal.scope)
 
 
 @router.get("/jobs/{job_id}/overlay.png", response_class=Response,
-            responses=_file("image/png", "The traced curves over the scan"))
+            responses=_file("overlay", "The traced curves over the scan"))
 def result_overlay(job_id: JobId, session: SessionDep, store: StoreDep, principal: PrincipalDep) -> Response:
     """The traced curves drawn over the scan, to check by eye."""
     return _result_file(job_id, "overlay", session, store, principal.scope)

@@ -29,7 +29,8 @@ from veernet_core.digitise.export import RESULT_FILES
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE_ENV = {name.upper() for name in Settings.model_fields}
 CALIBRATION = {"depth": {"top": 1000.0, "bottom": 1010.0, "unit": "m"},
-               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}], "step": 0.5}
+               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}],
+               "track_top": 2, "track_bottom": 61, "step": 0.5}
 
 
 def new_admin_key() -> str:

@@ -58,7 +58,7 @@ class Endpoint:
         if self.kind == "submit":
             kwargs["json"] = {"kind": "train", "config": SMALL_CONFIG}
         if self.kind == "plan":
-            kwargs["json"] = {"config": PLAN_CONFIG, "interruptions": 1}
+            kwargs["json"] = {"config": PLAN_CONFIG, "interruptions": 1, "device_class": "L4", "probe": False}
         if self.kind == "segment":
             kwargs.update(segment_form({"calibration": CALIBRATION, "model": {"checkpoint_id": values["checkpoint"]}}))
         return kwargs
@@ -92,8 +92,8 @@ ENDPOINTS = {
     "GET /": Endpoint("GET", "/", "open"),
     "GET /dashboard/{name}": Endpoint("GET", "/dashboard/app.js", "open"),
 }
-# A plan is arithmetic over the fleet's measurements, no tenant's data: every key may ask. A tiny model, so
-# that its probes on this host take a second.
+# A plan is arithmetic over the fleet's measurements, no tenant's data: every key may ask. A GPU of the table,
+# so that the plan has times (an estimate) without a probe job.
 PLAN_CONFIG = {"epochs": 2, "effective_batch": 4, "data": {"dataset_size": 24, "scale": 0.04},
                "model": {"widths": [4, 4, 8, 8, 8, 16], "transformer_heads": 1, "transformer_ff": 16}}
 CALLERS = ("no key", "bad key", "revoked key", "other tenant", "own tenant", "admin")

@@ -76,9 +76,7 @@ def test_record_progress_stores_eta_and_the_api_counts_it_down(client: TestClien
     assert 225 < shown <= 230  # counted down since the progress write
 
 
-def test_a_queued_job_expects_to_start_after_the_running_job_and_those_ahead(
-        client: TestClient, reconfigure: Any) -> None:
-    reconfigure(EXPECTED_WORKERS=1)
+def test_a_queued_job_expects_to_start_after_the_running_job_and_those_ahead(client: TestClient) -> None:
     t0 = utcnow()
     with session_scope() as session:  # history: one finished job of 100 s
         done = jobs.create_job(session, "train", SMALL_CONFIG).id
@@ -95,3 +93,27 @@ def test_a_queued_job_expects_to_start_after_the_running_job_and_those_ahead(
     assert eta["expected_start_seconds"] == pytest.approx(140.0, abs=2)
     assert eta["seconds"] == pytest.approx(240.0, abs=2)
     assert client.get(f"/jobs/{ahead}").json()["eta"]["expected_start_seconds"] == pytest.approx(40, abs=2)
+
+
+def test_the_workers_of_a_queue_are_the_jobs_of_its_kind_running(client: TestClient) -> None:
+    """No worker count to configure: while jobs wait, every worker of their queue runs one (a box of 1 to 8
+    GPUs, or several boxes, alike); a segment job runs on another queue's worker and frees none of them."""
+    t0 = utcnow()
+    with session_scope() as session:  # history: one finished training job of 100 s
+        done = jobs.create_job(session, "train", SMALL_CONFIG).id
+        jobs.claim(session, done, "w1", 60, now=t0 - timedelta(seconds=200))
+        jobs.finish(session, done, 1, "succeeded", now=t0 - timedelta(seconds=100))
+    with session_scope() as session:
+        running = [jobs.create_job(session, "train", SMALL_CONFIG).id for _ in range(3)]
+        other_queue = jobs.create_job(session, "segment", {}).id
+        ahead = jobs.create_job(session, "train", SMALL_CONFIG).id
+        mine = jobs.create_job(session, "train", SMALL_CONFIG).id
+        for n, job_id in enumerate(running):  # 30, 60 and 90 s left
+            jobs.claim(session, job_id, f"box:gpu={n}", 600, now=t0)
+            jobs.record_progress(session, job_id, 1, global_step=0, total_steps=10, step_time_s=3.0 * (n + 1), now=t0)
+        jobs.claim(session, other_queue, "box:gpu=", 600, now=t0)
+        jobs.record_progress(session, other_queue, 1, global_step=0, total_steps=1, step_time_s=5.0, now=t0)
+    # ahead (a typical 100 s) takes the GPU that frees at 30 s; mine the next one, free at 60 s.
+    assert client.get(f"/jobs/{ahead}").json()["eta"]["expected_start_seconds"] == pytest.approx(30, abs=2)
+    eta = client.get(f"/jobs/{mine}").json()["eta"]
+    assert (eta["expected_start_seconds"], eta["seconds"]) == (pytest.approx(60, abs=2), pytest.approx(160, abs=2))

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from auth_testkit import cli_env, free_port, wait_live
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
+from api import db
 from api.settings import Settings
 
 
@@ -71,6 +76,84 @@ def test_healthz_reports_the_database_down(client: TestClient) -> None:
     assert response.status_code == 503
     assert response.json()["checks"]["database"] == "error"
     assert "OperationalError" in response.json()["errors"]["database"]
+
+
+@pytest.fixture
+def empty_database(database_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new database of the dialect under test, with no schema at all."""
+    if database_url.startswith("sqlite"):
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    with request.getfixturevalue("postgres_database")() as url:
+        yield url
+
+
+def test_healthz_is_503_until_the_schema_is_at_head(client: TestClient, reconfigure: Any,
+                                                    empty_database: str) -> None:
+    head = db.code_revisions()[0]
+    reconfigure(DATABASE_URL=empty_database)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["database"] == "error"
+    assert response.json()["errors"]["database"] == (
+        f"schema not at head (database at no schema, code at {head}): run veernet migrate")
+
+    db.migrate(empty_database, "0002")  # an older version's schema
+    assert client.get("/healthz").json()["errors"]["database"] == (
+        f"schema not at head (database at 0002, code at {head}): run veernet migrate")
+
+    db.migrate(empty_database)
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/jobs").status_code == 200
+
+
+def test_a_schema_newer_than_the_code_is_named_as_such(client: TestClient, reconfigure: Any,
+                                                       empty_database: str) -> None:
+    db.migrate(empty_database)
+    with db.get_engine(empty_database).begin() as connection:  # as a newer version's migration would leave it
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    reconfigure(DATABASE_URL=empty_database)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["errors"]["database"].startswith(
+        "schema not at head (database at 9999, which this code does not know;")
+
+
+def test_the_embedded_default_migrates_itself_when_the_api_starts(tmp_path: Path) -> None:
+    """`veernet api` on a fresh data dir, no DATABASE_URL and no `veernet migrate`: healthy, and jobs are served."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with (tmp_path / "api.log").open("w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "api.cli", "api", "--port", str(port), "--reaper"],
+                                  env=cli_env(tmp_path), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_live(base, server)
+            assert httpx.get(f"{base}/healthz").json()["status"] == "ok"
+            created = httpx.post(f"{base}/jobs", json={"config": {"epochs": 1, "data": {"dataset_size": 20}}})
+            assert created.status_code == 202, created.text
+            assert httpx.get(f"{base}/jobs/{created.json()['id']}").json()["status"] == "queued"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def test_an_api_on_a_configured_database_does_not_migrate_it_and_healthz_says_so(tmp_path: Path) -> None:
+    """DATABASE_URL set: migrating is the operator's step (`veernet migrate`, compose's one-shot)."""
+    database = tmp_path / "configured.db"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = cli_env(tmp_path, DATABASE_URL=f"sqlite:///{database}")
+    with (tmp_path / "api.log").open("w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "api.cli", "api", "--port", str(port)], env=env,
+                                  stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_live(base, server)
+            response = httpx.get(f"{base}/healthz")
+            assert response.status_code == 503
+            assert response.json()["errors"]["database"].endswith("run veernet migrate")
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
 
 
 def test_a_serving_process_freezes_its_start_up_heap() -> None:

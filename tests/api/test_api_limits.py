@@ -140,23 +140,37 @@ def test_config_bounds_are_422_naming_each_field_and_its_limit(client: TestClien
     response = client.post("/jobs", json={"config": too_long})
     assert response.status_code == 422
     assert response.json()["detail"] == [
-        {"field": "config.epochs", "message": "is 201; this service allows at most 200 (MAX_EPOCHS)"}]
+        {"field": "config.epochs", "message": "must be from 1 to 200 (MAX_EPOCHS), got 201"}]
     reconfigure(MAX_EPOCHS=10, MAX_DATASET_SIZE=1000, MAX_SCALE=0.5)
     big = {"epochs": 11, "data": {"dataset_size": 1001, "scale": 0.6}}
     errors = {e["field"]: e["message"] for e in client.post("/jobs", json={"config": big}).json()["detail"]}
-    assert errors == {"config.epochs": "is 11; this service allows at most 10 (MAX_EPOCHS)",
-                      "config.data.dataset_size": "is 1001; this service allows at most 1000 (MAX_DATASET_SIZE)",
-                      "config.data.scale": "is 0.6; this service allows at most 0.5 (MAX_SCALE)"}
+    assert errors == {"config.epochs": "must be from 1 to 10 (MAX_EPOCHS), got 11",
+                      "config.data.dataset_size": "must be from 2 to 1000 (MAX_DATASET_SIZE), got 1001",
+                      "config.data.scale": "must be from 0.01 to 0.5 (MAX_SCALE), got 0.6"}
     assert job_count() == 0
     at_bounds = {"epochs": 10, "data": {"dataset_size": 1000, "scale": 0.5}}
     assert client.post("/jobs", json={"config": at_bounds}).status_code == 202
 
 
-def test_the_core_ranges_still_apply_below_the_service_bounds(client: TestClient) -> None:
-    response = client.post("/jobs", json={"config": {"epochs": 0}})
+@pytest.mark.parametrize("epochs", [-1, 0, 201, 500, 1001])
+def test_both_ends_of_a_bounded_field_name_one_range(client: TestClient, epochs: int) -> None:
+    """Below the core's minimum, above the service's maximum, above the core's own: one message, one range."""
+    response = client.post("/jobs", json={"config": {**SMALL_CONFIG, "epochs": epochs}})
     assert response.status_code == 422
-    assert response.json()["detail"][0]["field"] == "config.epochs"
-    assert "between 1 and 1000" in response.json()["detail"][0]["message"]
+    assert response.json()["detail"] == [
+        {"field": "config.epochs", "message": f"must be from 1 to 200 (MAX_EPOCHS), got {epochs}"}]
+
+
+def test_a_service_maximum_above_the_core_s_own_leaves_the_core_s_range(
+        client: TestClient, reconfigure: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
+    from api.main import app
+
+    reconfigure(MAX_EPOCHS=5000)  # the core trains at most 1000 epochs whatever the service allows
+    response = client.post("/jobs", json={"config": {**SMALL_CONFIG, "epochs": 1001}})
+    assert response.json()["detail"] == [{"field": "config.epochs", "message": "must be from 1 to 1000, got 1001"}]
+    monkeypatch.setattr(app, "openapi_schema", None)  # built once per process: build it for these settings
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["JobCreate"]["properties"]["config"]
+    assert (schema["properties"]["epochs"]["minimum"], schema["properties"]["epochs"]["maximum"]) == (1, 1000)
 
 
 def test_an_unknown_query_parameter_is_422_naming_it(client: TestClient) -> None:

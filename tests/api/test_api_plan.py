@@ -1,25 +1,39 @@
-"""POST /plan, its chart and POST /jobs?dry_run=true: calibration from completed jobs and their timelines,
-the probe fallback on a fresh fleet, and clear 4xx answers. Real Postgres; the probes are real."""
+"""POST /plan, its chart and POST /jobs?dry_run=true: calibration from completed jobs and their timelines, the
+probe job a missing measurement queues (never a probe in the API process), the known-GPU table's labelled
+estimates, and clear 4xx answers. Real Postgres and a real (embedded) broker.
+
+Every test here runs with the probes of veernet_core booby-trapped in this process (``no_probe_in_the_api``):
+a plan that ran one would fail the test. tests/worker/test_probe_runner.py runs the probe jobs themselves.
+"""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from auth_testkit import bearer, cli_env, make_key, new_admin_key
 from sqlalchemy import select
 
+import veernet_core.memory
+import veernet_core.plan_probe
 from api import jobs
 from api.db import session_scope
 from api.models import MEMORY_EVENT, Job, JobEvent, utcnow
-from api.plan import timeline_taxes
+from api.plan_reliability import timeline_taxes
+from api.settings import Settings
 from veernet_core.config import TrainConfig
 from veernet_core.manifest import write_manifest
 from veernet_core.memory import MemoryModel
-from veernet_core.plan import layout, pixel_budget
-from veernet_core.plan_probe import device_class, memory_model
+from veernet_core.plan import layout
+from veernet_core.plan_gpus import ASSUMED_EFFICIENCY, find_gpu, model_flops
 from veernet_core.synth import log_size
+from worker.celery_app import PROBE_QUEUE, PROBE_TASK
 
 TINY_MODEL = {"widths": [4, 4, 8, 8, 8, 16], "transformer_heads": 1, "transformer_ff": 16}
 CONFIG: dict[str, Any] = {"epochs": 2, "effective_batch": 4, "model": TINY_MODEL,
@@ -32,8 +46,63 @@ def database_url(postgres_url: str) -> str:
     return postgres_url
 
 
+PROBES = [(veernet_core.plan_probe, name) for name in (
+    "measure_here", "measure_device", "probe_here", "probe_in_fresh_process", "probe_throughput", "probe_memory",
+    "memory_model")] + [(veernet_core.memory, "probe_memory")]
+
+
+@pytest.fixture(autouse=True)
+def no_probe_in_the_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every function that measures on this machine raises if called (and is recorded): the API never probes."""
+    called: list[str] = []
+
+    def tripwire(name: str) -> Callable[..., Any]:
+        def probe(*_: Any, **__: Any) -> Any:
+            called.append(name)
+            raise AssertionError(f"the API process ran {name}: a plan must queue a probe job instead")
+        return probe
+
+    for module, name in PROBES:
+        monkeypatch.setattr(module, name, tripwire(f"{module.__name__}.{name}"))
+    yield called
+    assert called == [], f"probes ran in the API process: {called}"
+
+
+API_PROCESS = """
+import json, sys
+from fastapi.testclient import TestClient
+from api.db import migrate
+from api.settings import get_settings
+migrate(get_settings().database_url)
+from api.main import app
+with TestClient(app) as client:
+    answers = [client.post("/plan", json=body) for body in json.loads(sys.argv[1])]
+print(json.dumps({"statuses": [a.status_code for a in answers],
+                  "probes": [a.json()["measurement"]["probe"]["status"] for a in answers],
+                  "loaded": sorted(m for m in sys.modules if m.startswith("veernet_core.plan_probe"))}))
+"""
+
+
+def test_an_api_process_answers_plans_that_need_a_probe_without_loading_the_probe(tmp_path: Path) -> None:
+    """A fresh API process on the embedded default (SQLite): plans that need a measurement are answered, and
+    the process never even imports veernet_core.plan_probe, the code that measures on a device."""
+    bodies = [{"config": CONFIG}, {"config": CONFIG, "gpu_memory_gb": 24}, {"config": CONFIG, "device_class": "T4"}]
+    env = cli_env(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path / 'veernet.db'}",
+                  BROKER_URL=f"sqla+sqlite:///{tmp_path / 'broker.db'}", CHECKPOINT_URL=str(tmp_path / "checkpoints"))
+    done = subprocess.run([sys.executable, "-c", API_PROCESS, json.dumps(bodies)], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer == {"statuses": [200, 200, 200], "probes": ["pending"] * 3, "loaded": []}, answer
+
+
+def probe_jobs() -> list[Job]:
+    with session_scope() as session:
+        return list(session.scalars(select(Job).where(Job.kind == "probe").order_by(Job.id)).all())
+
+
 def completed_job(step_time_s: float, recovery: tuple[float, float, float] | None = None,
-                  config: dict[str, Any] = CONFIG) -> int:
+                  config: dict[str, Any] = CONFIG, device: str = GPU) -> int:
     """A succeeded job of `config` on GPU as a worker leaves it; `recovery`: (total lost s, s from resumed to
     recovered, s the second attempt started after the first claim) for one interruption."""
     now = utcnow()
@@ -42,7 +111,7 @@ def completed_job(step_time_s: float, recovery: tuple[float, float, float] | Non
     with session_scope() as session:
         t0 = now - timedelta(seconds=600)
         assert jobs.claim(session, job_id, "w1", 60, now=t0) == 1
-        jobs.record_device(session, job_id, 1, GPU, 24 * 2**30, now=t0)
+        jobs.record_device(session, job_id, 1, device, 24 * 2**30, now=t0)
         job = session.get(Job, job_id)
         assert job is not None
         job.status, job.finished_at, job.started_at = "succeeded", now, t0
@@ -69,10 +138,11 @@ def test_a_measured_device_class_is_planned_from_its_completed_jobs_and_timeline
     plan = response.json()
     config = TrainConfig.from_dict(CONFIG)
     sizes = [log_size(0, i, 0.04) for i in range(24)]
-    budget = pixel_budget(config, memory_model(config.model, "cpu"), 24 * 2**30)
-    lay = layout(config, sizes, budget)
+    lay = layout(config, sizes, 0)  # no worker recorded a memory model or a budget: the config's budget, none
     px_per_step = lay.train_padded_px / (lay.steps_per_epoch * 2)
-    assert plan["throughput"]["jobs"] == 3 and "succeeded jobs" in plan["throughput"]["source"]
+    assert plan["throughput"]["jobs"] == 3 and plan["throughput"]["source"] == "completed_jobs"
+    assert "median of 3 succeeded jobs" in plan["throughput"]["detail"]
+    assert plan["measurement"]["status"] == "measured" and plan["measurement"]["probe"] is None
     assert plan["throughput"]["train_px_per_s"] == pytest.approx(px_per_step / 3.0)  # the median step time
     assert plan["time"]["step_s"] == pytest.approx(3.0)
     assert plan["throughput"]["checkpoint_s"] == pytest.approx(0.25)
@@ -86,37 +156,86 @@ def test_a_measured_device_class_is_planned_from_its_completed_jobs_and_timeline
     assert GPU in chart.text and "window 12 h" in chart.text
 
 
-def test_a_fresh_fleet_falls_back_to_a_probe_and_a_dry_run_creates_no_job(client: Any) -> None:
+def test_a_fresh_fleet_queues_one_probe_job_for_a_worker_and_answers_at_once(
+        client: Any, broker_messages: Callable[[str], list[tuple[str, list[Any]]]]) -> None:
     refused = client.post("/plan", json={"config": CONFIG, "probe": False})
     assert refused.status_code == 409 and refused.json()["detail"][0]["field"] == "probe"
-    response = client.post("/jobs?dry_run=true", json={"config": CONFIG})
+    assert probe_jobs() == [], "probe=false queues nothing"
+    response = client.post("/plan", json={"config": CONFIG})
     assert response.status_code == 200, response.text
     plan = response.json()
-    assert plan["throughput"]["source"].startswith("probe") and plan["throughput"]["train_px_per_s"] > 0
-    assert plan["device_class"].startswith("cpu:")
-    assert plan["data"]["steps_per_epoch"] == 19 // 4  # 24 logs, 20 % held out
-    assert "estimate" in plan["interruptions"]["resume_tax_source"]
-    assert client.get("/jobs").json()["total"] == 0
+    [probe] = probe_jobs()
+    assert (probe.kind, probe.status, probe.tenant) == ("probe", "queued", "local")
+    assert probe.config["train"] == TrainConfig.from_dict(CONFIG).to_dict() and probe.config["target_class"] is None
+    assert plan["measurement"]["status"] == "none" and plan["measurement"]["probe"]["status"] == "pending"
+    assert plan["measurement"]["probe"]["job_id"] == probe.id and f"GET /jobs/{probe.id}" in plan["warnings"][0]
+    assert plan["time"] is None and plan["interruptions"] is None and plan["costs"] == []
+    assert plan["data"]["steps_per_epoch"] == 19 // 4  # the layout needs no speed: 24 logs, 20 % held out
+    assert broker_messages(PROBE_QUEUE) == [(PROBE_TASK, [probe.id])]
+
+    again = client.post("/jobs?dry_run=true", json={"config": CONFIG})  # the same plan, no job created
+    assert again.status_code == 200, again.text
+    assert again.json()["measurement"]["probe"]["job_id"] == probe.id, "a pending probe is reused"
+    chart = client.post("/plan/chart.svg", json={"config": CONFIG})
+    assert chart.status_code == 200 and "no times yet" in chart.text and f"probe job {probe.id}" in chart.text
+    assert [job.id for job in probe_jobs()] == [probe.id] and broker_messages(PROBE_QUEUE) == []
     with session_scope() as session:
-        assert session.scalars(select(Job)).first() is None
-    sized = client.post("/plan", json={"config": CONFIG, "gpu_memory_gb": 0.001, "interruptions": 2,
-                                       "tiers": [{"name": "spot", "eur_per_month": 300}]})
-    assert sized.status_code == 200, sized.text
-    assert sized.json()["memory"]["available_mb"] == pytest.approx(0.8 * 1.024)
-    assert [c["tier"] for c in sized.json()["costs"]][-1] == "spot" and sized.json()["interruptions"]["k"] == 2
+        assert session.scalars(select(Job).where(Job.kind == "train")).first() is None
+
+
+def test_a_probe_that_failed_or_ran_elsewhere_is_not_repeated_at_once(client: Any) -> None:
+    completed_job(3.0)  # GPU is a reported class, but only of another model config below
+    other = {**CONFIG, "model": {**TINY_MODEL, "transformer_ff": 8}}
+    first = client.post("/plan", json={"config": other, "device_class": GPU}).json()["measurement"]["probe"]
+    with session_scope() as session:
+        assert jobs.claim(session, first["job_id"], "w2", 60) == 1
+        jobs.record_device(session, first["job_id"], 1, "cuda:Another GPU", 2**30)
+        jobs.finish(session, first["job_id"], 1, "succeeded")
+    elsewhere = client.post("/plan", json={"config": other, "device_class": GPU}).json()["measurement"]
+    assert elsewhere["probe"]["status"] == "ran_elsewhere" and "cuda:Another GPU" in elsewhere["probe"]["message"]
+    assert elsewhere["status"] == "none" and len(probe_jobs()) == 1
+
+    failing = {**CONFIG, "model": {**TINY_MODEL, "transformer_ff": 12}}
+    queued = client.post("/plan", json={"config": failing}).json()["measurement"]["probe"]
+    with session_scope() as session:
+        assert jobs.claim(session, queued["job_id"], "w2", 60) == 1
+        jobs.finish(session, queued["job_id"], 1, "failed", error="CUDA out of memory")
+    failed = client.post("/plan", json={"config": failing}).json()["measurement"]["probe"]
+    assert failed["status"] == "failed" and "CUDA out of memory" in failed["message"] and len(probe_jobs()) == 2
+
+
+def test_a_tenant_over_its_submission_limits_gets_its_plan_without_a_probe(
+        client: Any, reconfigure: Callable[..., Settings]) -> None:
+    reconfigure(VEERNET_ADMIN_KEY=new_admin_key(), SUBMIT_BURST=1, SUBMIT_RATE_PER_MINUTE=1)
+    acme = bearer(make_key("acme"))
+    assert client.post("/jobs", json={"config": CONFIG}, headers=acme).status_code == 202  # the burst's one token
+    response = client.post("/plan", json={"config": {**CONFIG, "epochs": 3}}, headers=acme)
+    assert response.status_code == 200, response.text
+    probe = response.json()["measurement"]["probe"]
+    assert probe["status"] == "not_queued" and probe["job_id"] is None and "SUBMIT_BURST" in probe["message"]
+    assert probe_jobs() == []
 
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"config": {"epochs": 0}}, "config.epochs"),
     ({"config": CONFIG, "device_class": "cuda:Nobody's GPU"}, "device_class"),
+    ({"config": CONFIG, "gpu_memory_gb": 500}, "gpu_memory_gb"),
     ({"config": CONFIG, "window_hours": -1}, "window_hours"),
     ({"config": CONFIG, "tiers": [{"name": "x", "eur_per_month": 0}]}, "tiers.0.eur_per_month"),
     ({"config": CONFIG, "utilisation": 1.5}, "utilisation"),
+    ({"config": CONFIG, "utilisation": 5e-324}, "utilisation"),  # an infinite hourly rate: a fuzzer's 500
+    ({"config": {**CONFIG, "data": {"kind": "manifest", "manifest_url": "gone"}}}, "config.data.manifest_url"),
 ])
 def test_bad_requests_name_the_field(client: Any, body: dict[str, Any], field: str) -> None:
     response = client.post("/plan", json=body)
     assert response.status_code == 422, response.text
     assert field in [e["field"] for e in response.json()["detail"]]
+
+
+def test_an_unknown_device_is_refused_with_the_known_classes_and_gpus(client: Any) -> None:
+    completed_job(3.0)
+    [error] = client.post("/plan", json={"config": CONFIG, "device_class": "cuda:Nobody's GPU"}).json()["detail"]
+    assert GPU in error["message"] and "NVIDIA A100 80GB" in error["message"] and "run a job" in error["message"]
 
 
 def test_a_zombie_cannot_record_its_device(running_job: tuple[int, int]) -> None:
@@ -140,31 +259,43 @@ def test_timeline_taxes_split_a_double_loss_between_its_interruptions() -> None:
     assert timeline_taxes(events) == [pytest.approx(60.0), pytest.approx(60.0)]  # (130 - 10 redone) / 2
 
 
-def test_a_model_too_costly_to_probe_on_the_api_host_is_a_422_saying_how_to_plan_it(client: Any,
-                                                                                    reconfigure: Any) -> None:
-    from api.plan import probe_step_gflops
+def test_a_gpu_nothing_measured_is_planned_from_the_table_as_a_labelled_estimate(client: Any) -> None:
+    response = client.post("/plan", json={"config": CONFIG, "device_class": "A100 80GB", "probe": False})
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    flops = model_flops(TrainConfig.from_dict(CONFIG).model)
+    throughput, estimate = plan["throughput"], plan["throughput"]["estimate"]
+    assert plan["device_class"] == "NVIDIA A100 80GB" and throughput["source"] == "gpu_table_estimate"
+    assert plan["measurement"]["status"] == "estimated" and "ESTIMATE" in plan["warnings"][0]
+    assert (estimate["peak_tflops"], estimate["efficiency"], estimate["efficiency_assumed"]) == (
+        312, ASSUMED_EFFICIENCY, True)
+    assert throughput["train_px_per_s"] == pytest.approx(ASSUMED_EFFICIENCY * 312e12 / flops.train_per_px)
+    assert any("assumed" in line for line in estimate["assumptions"])
+    assert plan["memory"]["device_memory_mb"] == pytest.approx(80 * 1024)
+    assert plan["time"]["images_per_s"] > 0 and plan["interruptions"]["finish_s"] < 3600
 
-    tiny, default = TrainConfig.from_dict(CONFIG).model, TrainConfig().model
-    assert 0 < probe_step_gflops(tiny) < probe_step_gflops(default)
-    reconfigure(PLAN_MAX_PROBE_GFLOPS=probe_step_gflops(tiny) / 2)
-    for path in ("/plan", "/jobs?dry_run=true"):
-        response = client.post(path, json={"config": CONFIG})
-        assert response.status_code == 422, response.text
-        [error] = response.json()["detail"]
-        assert error["field"] == "config.model" and "PLAN_MAX_PROBE_GFLOPS" in error["message"], error
-        assert "veernet plan" in error["message"]
+    sized = client.post("/plan", json={"config": CONFIG, "gpu_memory_gb": 24}).json()  # the issue's request
+    assert sized["device_class"] == "a GPU of 24 GiB, planned as the NVIDIA A10G"
+    assert sized["throughput"]["estimate"]["gpu"] == "NVIDIA A10G" and sized["time"]["images_per_s"] > 0
+    assert sized["measurement"]["probe"]["status"] == "pending", "no memory model anywhere: a worker measures one"
+    off = client.post("/plan", json={"config": {**CONFIG, "amp": "off"}, "device_class": "L4"}).json()
+    assert off["time"] is None and "amp is off" in off["measurement"]["message"]
 
 
-def test_a_plan_that_would_wait_for_another_probe_is_told_to_come_back(client: Any,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from api import plan
-
-    monkeypatch.setattr(plan, "PROBE_QUEUE_S", 0.1)
-    with plan._probe_lock:  # another request's probe is running
-        response = client.post("/plan", json={"config": CONFIG})
-    assert response.status_code == 429, response.text
-    assert response.headers["retry-after"] == str(plan.PROBE_RETRY_S)
-    assert response.json()["detail"][0]["field"] == "probe"
+def test_the_efficiency_measured_on_one_known_gpu_carries_to_another(client: Any) -> None:
+    a10g = "cuda:NVIDIA A10G"
+    completed_job(2.0, device=a10g)
+    measured = client.post("/plan", json={"config": CONFIG, "device_class": a10g, "probe": False}).json()
+    estimated = client.post("/plan", json={"config": CONFIG, "device_class": "H100 PCIe", "probe": False}).json()
+    estimate = estimated["throughput"]["estimate"]
+    assert estimate["efficiency_assumed"] is False and a10g in estimate["efficiency_source"]
+    gpu = find_gpu(a10g)
+    assert gpu is not None
+    assert estimate["efficiency"] == pytest.approx(measured["throughput"]["train_px_per_s"]
+                                                   * estimate["train_flops_per_px"] / (gpu.peak_tflops * 1e12))
+    assert estimated["throughput"]["train_px_per_s"] == pytest.approx(
+        measured["throughput"]["train_px_per_s"] * 756.5 / gpu.peak_tflops)
+    assert estimated["throughput"]["startup_s"] == pytest.approx(measured["throughput"]["startup_s"])
 
 
 def test_a_manifest_job_calibrates_from_its_manifest_and_one_whose_dataset_is_gone_is_named(
@@ -179,7 +310,7 @@ def test_a_manifest_job_calibrates_from_its_manifest_and_one_whose_dataset_is_go
     assert response.status_code == 200, response.text
     plan = response.json()
     config = TrainConfig.from_dict(labelled)
-    lay = layout(config, sizes, pixel_budget(config, memory_model(config.model, "cpu"), 24 * 2**30))
+    lay = layout(config, sizes, 0)  # no memory model recorded: no budget
     assert plan["throughput"]["jobs"] == 1
     assert plan["throughput"]["train_px_per_s"] == pytest.approx(lay.train_padded_px / (lay.steps_per_epoch * 2) / 2.0)
     [note] = plan["throughput"]["notes"]
@@ -210,15 +341,38 @@ def test_a_measured_device_is_planned_with_its_own_memory_model_and_a_named_size
     assert not any("extrapolated" in w for w in response.json()["warnings"])
     assert response.json()["throughput"]["train_px_per_s"] > 0  # calibrated with the job's recorded budget
 
-    here = device_class("cpu")
-    sized = client.post("/plan", json={"config": CONFIG, "gpu_memory_gb": 16})
+    sized = client.post("/plan", json={"config": CONFIG, "gpu_memory_gb": 16})  # no 16 GiB class: the table's T4
     assert sized.status_code == 200, sized.text
     memory = sized.json()["memory"]
-    assert (memory["measured_on"], memory["extrapolated"]) == (here, True)
-    assert f"extrapolated from the probe on {here}, standing for a 16 GiB GPU" in memory["source"]
-    assert any(f"extrapolated from a probe on {here}" in w for w in sized.json()["warnings"])
+    assert (memory["measured_on"], memory["extrapolated"]) == (GPU, True)
+    assert f"extrapolated from the measurement on {GPU}" in memory["source"] and "16 GiB" in memory["source"]
+    assert sized.json()["throughput"]["estimate"]["gpu"] == "NVIDIA T4"
+    assert sized.json()["measurement"]["probe"] is None, "a memory model exists: nothing to probe"
     unmeasured = client.post("/plan", json={"config": {**CONFIG, "model": {**TINY_MODEL, "transformer_ff": 8}},
                                             "device_class": GPU})
     assert unmeasured.status_code == 200, unmeasured.text
-    assert unmeasured.json()["memory"]["extrapolated"] is True
-    assert f"no job of this model config on {GPU}" in unmeasured.json()["memory"]["source"]
+    plan = unmeasured.json()
+    assert plan["time"] is None and plan["measurement"]["probe"]["status"] == "pending"
+    assert [job.config["target_class"] for job in probe_jobs()] == [GPU]
+    assert plan["memory"]["bytes_per_pixel"] is None and "none measured" in plan["memory"]["source"]
+
+
+def test_a_manifest_that_lists_no_sizes_is_planned_from_a_bounded_sample_of_headers(client: Any,
+                                                                                     service: Settings) -> None:
+    from PIL import Image
+
+    from api.plan_fleet import MANIFEST_HEADER_READS
+
+    folder = Path(service.datasets_url) / "local" / "scans"
+    folder.mkdir(parents=True)
+    items = []
+    for k in range(MANIFEST_HEADER_READS + 8):
+        Image.new("L", (300 + 10 * k, 40)).save(folder / f"{k}.png")
+        items.append({"image": f"{k}.png", "mask": f"{k}.mask.png"})  # no height/width: a header to read
+    write_manifest(folder, items)
+    labelled = {**CONFIG, "data": {"kind": "manifest", "manifest_url": "scans"}}
+    response = client.post("/plan", json={"config": labelled, "device_class": "L4", "probe": False})
+    assert response.status_code == 200, response.text
+    assert f"8 images of the manifest list no size: they stand in with the sizes of {MANIFEST_HEADER_READS} image " \
+           "headers read" in response.json()["warnings"][-1]
+    assert response.json()["data"]["train_images"] + response.json()["data"]["val_images"] == len(items)

@@ -19,7 +19,7 @@ from api.settings import Settings
 
 MAX_EXAMPLES = 50  # per operation: well under a minute for the whole schema
 # A schema-valid submission may still be refused with 422 for what no JSON schema says: POST /jobs and /plan for
-# rules across config fields (model.num_classes = data.classes, ...) or a model too large to probe, POST /segment
+# rules across config fields (model.num_classes = data.classes, ...) or a device nothing knows, POST /segment
 # for a file that is not an image or options (a JSON string in a form field) that make no sense. Everything else
 # is checked as documented.
 SEMANTIC_422 = {"include-method": "POST", "checks": {"positive_data_acceptance": {
@@ -44,9 +44,9 @@ def database_url(postgres_url: str) -> str:
 def keyed_world(service: Settings, reconfigure: Callable[..., Settings], store: Any) -> None:
     """Keys on, one tenant's jobs, checkpoint and results in place (small ids: generated ones hit them),
     and a short wait=true so that a generated POST /segment never waits for a worker that is not there."""
-    # No plan probes here (each takes seconds): every plan that would probe is the 422 that says so;
+    # A plan that needs a measurement queues a probe job (no worker runs it here) and answers at once;
     # tests/api/test_api_plan.py covers the plans themselves.
-    reconfigure(VEERNET_ADMIN_KEY=ADMIN_KEY, SEGMENT_WAIT_MAX_SECONDS=0.05, PLAN_MAX_PROBE_GFLOPS=0)
+    reconfigure(VEERNET_ADMIN_KEY=ADMIN_KEY, SEGMENT_WAIT_MAX_SECONDS=0.05)
     build_world(store, "acme", queued=2)
 
 

@@ -17,7 +17,8 @@ from PIL import Image
 from api.settings import Settings
 
 CALIBRATION = {"depth": {"top": 1000.0, "bottom": 1010.0, "unit": "m"},
-               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}], "step": 0.5}
+               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}],
+               "track_top": 2, "track_bottom": 61, "step": 0.5}
 
 
 def _png(width: int = 320, height: int = 64, mode: str = "L") -> bytes:
@@ -98,6 +99,63 @@ def test_calibration_that_makes_no_sense_is_422_naming_the_field(client: TestCli
     assert response.json()["detail"][0]["field"] == field
 
 
+def _errors(response: Any) -> dict[str, str]:
+    assert response.status_code == 422, response.text
+    return {e["field"]: e["message"] for e in response.json()["detail"]}
+
+
+def test_every_bad_calibration_field_is_reported_at_once(client: TestClient) -> None:
+    bad = {**CALIBRATION, "step": -1, "depth": {"top": 1000.0, "bottom": 1010.0},
+           "curves": [{"mnemonic": "GR", "left": 0, "right": 150, "wrap": True, "style": "wavy"},
+                      {"mnemonic": "SP", "left": "low", "right": 20, "ink": "grey", "colour": "red"}]}
+    errors = _errors(_post(client, _png(), {"calibration": bad}))
+    prefix = "options.calibration."
+    assert set(errors) == {prefix + name for name in ("depth.unit", "curves[0].wrap", "curves[0].style",
+                                                       "curves[1].left", "curves[1].ink", "curves[1].colour")}
+    assert "none, right, left, both" in errors[prefix + "curves[0].wrap"]
+    assert "solid, dashed, dotted, dash-dot" in errors[prefix + "curves[0].style"]
+    assert "dark, light, red" in errors[prefix + "curves[1].ink"]
+    assert "allowed: mnemonic, unit, left, right, log, wrap, style, ink, anchors" in errors[prefix + "curves[1].colour"]
+
+
+def test_a_good_calibration_with_a_bad_step_reports_the_step_too(client: TestClient) -> None:
+    errors = _errors(_post(client, _png(), {"calibration": {**CALIBRATION, "step": -1, "track_top": 90}}))
+    assert set(errors) == {"options.calibration.step", "options.calibration.track_top"}
+
+
+@pytest.mark.parametrize("missing", ["track_top", "track_bottom", "step"])
+def test_track_rows_and_step_are_required(client: TestClient, missing: str) -> None:
+    calibration = {k: v for k, v in CALIBRATION.items() if k != missing}
+    errors = _errors(_post(client, _png(), {"calibration": calibration}))
+    assert errors == {f"options.calibration.{missing}": "is required"}
+
+
+@pytest.mark.parametrize(("where", "extra", "field"), [
+    ("top", {"dpi": 300}, "options.calibration.dpi"),
+    ("depth", {"scale": 1}, "options.calibration.depth.scale"),
+    ("anchor", {"confidence": 1}, "options.calibration.curves[0].anchors[0].confidence"),
+])
+def test_an_unknown_calibration_field_at_any_level_is_422_naming_it(client: TestClient, where: str,
+                                                                    extra: dict[str, Any], field: str) -> None:
+    calibration: dict[str, Any] = json.loads(json.dumps(CALIBRATION))
+    calibration["curves"][0]["anchors"] = [{"depth": 1005.0, "value": 75.0}]
+    target = {"top": calibration, "depth": calibration["depth"], "anchor": calibration["curves"][0]["anchors"][0]}
+    target[where].update(extra)
+    errors = _errors(_post(client, _png(), {"calibration": calibration}))
+    assert list(errors) == [field] and "unknown field; allowed:" in errors[field]
+
+
+def test_hints_and_named_wraps_are_accepted_and_kept(client: TestClient) -> None:
+    curves = [{"mnemonic": "GR", "left": 0, "right": 150, "wrap": "both", "style": "dash-dot", "ink": "light",
+               "anchors": [{"depth": 1004.0, "value": 80}]},
+              {"mnemonic": "SP", "left": -80, "right": 20, "wrap": -1, "style": "solid", "ink": "red"}]
+    response = _post(client, _png(), {"calibration": {**CALIBRATION, "curves": curves}})
+    assert response.status_code == 202, response.text
+    kept = response.json()["config"]["calibration"]["curves"]
+    assert [c["wrap"] for c in kept] == ["both", "left"]  # the older integer form, named
+    assert kept[0]["anchors"] == [{"depth": 1004.0, "value": 80.0}] and kept[1]["ink"] == "red"
+
+
 @pytest.mark.parametrize(("options", "field"), [
     (None, "options"), ("{not json", "options"), ({"calibration": CALIBRATION, "colour": 1}, "options.colour"),
     ({}, "options.calibration"), ({"calibration": CALIBRATION, "model": {"checkpoint_id": "x"}}, "options.model"),
@@ -132,3 +190,17 @@ def test_results_of_unknown_unfinished_or_training_jobs(client: TestClient) -> N
     assert response.status_code == 409 and "queued" in response.json()["detail"]
     train = client.post("/jobs", json={"kind": "train", "config": {"data": {"dataset_size": 40}}}).json()
     assert client.get(f"/jobs/{train['id']}/result").status_code == 404
+
+
+def test_the_openapi_schema_describes_every_calibration_and_train_config_field(client: TestClient) -> None:
+    from veernet_core.digitise.calibration_fields import CALIBRATION_FIELDS
+    from veernet_core.reference import config_descriptions
+
+    schema = client.get("/openapi.json").json()
+    form = next(iter(schema["paths"]["/segment"]["post"]["requestBody"]["content"].values()))["schema"]
+    ref = form["$ref"].rsplit("/", 1)[-1] if "$ref" in form else None
+    options = (schema["components"]["schemas"][ref] if ref else form)["properties"]["options"]
+    assert all(f"`{f.path}` ({f.summary}): {f.description}" in options["description"] for f in CALIBRATION_FIELDS)
+    config = schema["components"]["schemas"]["JobCreate"]["properties"]["config"]
+    assert config["properties"]["epochs"]["description"] == config_descriptions()["epochs"]
+    assert config["properties"]["model"]["properties"]["num_classes"]["description"]

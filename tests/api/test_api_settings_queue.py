@@ -30,7 +30,6 @@ def test_with_nothing_set_everything_is_embedded_under_the_data_dir(monkeypatch:
     assert settings.lease_seconds == 60 and settings.heartbeat_seconds == 10
     assert settings.queued_resend_seconds == 60 and settings.reaper_interval_seconds == 10
     assert settings.max_infra_attempts == 5 and settings.max_job_failures == 2
-    assert settings.expected_workers == 1
 
 
 def test_environment_overrides_and_validation(monkeypatch: pytest.MonkeyPatch) -> None:

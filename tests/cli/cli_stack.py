@@ -95,7 +95,8 @@ def embedded_service(root: Path) -> Iterator[CliService]:
         stack.api.start()
         start_workers(stack.workers)
         wait_healthy(stack.api, stack.api_url)
-        client_env = {k: v for k, v in env.items() if k != "VEERNET_ADMIN_KEY"} | {"COLUMNS": "200"}
+        # 80 columns, as a pipe gets by default: piped output must not wrap whatever the width.
+        client_env = {k: v for k, v in env.items() if k != "VEERNET_ADMIN_KEY"} | {"COLUMNS": "80"}
         work = root / "work"
         work.mkdir()
         cli = Cli(stack.api_url, key, work, client_env)

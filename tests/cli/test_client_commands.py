@@ -82,11 +82,30 @@ def test_submit_merges_flags_over_the_file_and_watch_follows_to_success(trained:
     running = [line for line in lines if line.startswith(f"job {trained['id']} running: ")]
     steps = [int(m.group(1)) for line in running if (m := re.search(r"step (\d+)/\d+", line))]
     assert len(set(steps)) >= 2 and steps == sorted(steps), f"the steps should be seen moving:\n{watched.stdout}"
-    assert any(re.search(r"epoch \d/2, step \d+/\d+, loss \d+\.\d{4}, [\d.]+ img/s, attempt 1, recoveries 0, "
-                         r"ETA \d:\d\d:\d\d", line) for line in running), watched.stdout
+    assert any(re.search(r"epochs done [01]/2, step \d+/\d+, loss \d+\.\d{4}, [\d.]+ img/s, attempt 1, "
+                         r"recoveries 0, ETA \d:\d\d:\d\d$", line) for line in running), watched.stdout
     total = detail["progress"]["total_steps"]
-    assert lines[-1].startswith(f"job {trained['id']} succeeded: epoch 2/2, step {total}/{total}, loss "), lines[-1]
+    assert lines[-1].startswith(f"job {trained['id']} succeeded: epochs done 2/2, step {total}/{total}, loss "), lines
     assert watched.stderr == ""
+
+
+def test_piped_watch_prints_one_whole_line_per_change(trained: dict[str, Any]) -> None:
+    """stdout is a pipe and COLUMNS=80 (cli_stack.py): every change is one line, however long."""
+    lines = trained["watch"].stdout.splitlines()
+    whole = re.compile(rf"job {trained['id']} (queued|running|succeeded): .*attempt \d+, recoveries \d+"
+                       r"(, ETA \d:\d\d:\d\d|, starts in about \d:\d\d:\d\d)?")
+    assert all(whole.fullmatch(line) for line in lines), "\n".join(lines)
+    assert max(len(line) for line in lines) > 80, "the lines this checks must be longer than the 80 columns"
+
+
+def test_the_epoch_is_counted_done_in_the_api_and_the_cli(cli_service: CliService, trained: dict[str, Any]) -> None:
+    """One convention (README, "Epochs"): a finished two-epoch job is at epoch 2 of 2 everywhere."""
+    detail = trained["detail"]
+    assert (detail["progress"]["epoch"], detail["progress"]["epochs"]) == (2, 2)
+    assert detail["metrics"]["epoch"] == 2 and detail["last_checkpoint"]["epoch"] == 2
+    shown = ok(cli_service.cli("status", str(trained["id"])))
+    assert re.search(r"progress\s+epochs done 2/2, step ", shown), shown
+    assert re.search(r"metrics\s+after 2/2 epochs: dice_", shown), shown
 
 
 def test_list_and_status_show_the_job(cli_service: CliService, trained: dict[str, Any]) -> None:
@@ -132,6 +151,40 @@ def test_checkpoints_and_a_verified_download(cli_service: CliService, trained: d
     expected = folder / f"job-{job_id}-checkpoint-{best['id']}.pt"
     assert hashlib.sha256(expected.read_bytes()).hexdigest() == best["sha256"]
     assert sorted(p.name for p in folder.iterdir()) == [expected.name]
+
+
+@pytest.fixture
+def first_is_best(cli_service: CliService, trained: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    """The trained job's registry with its first checkpoint flagged best (restored afterwards): best and
+    newest differ, whichever epoch validated better."""
+    from sqlalchemy import update
+
+    from api import db
+    from api.models import Checkpoint
+
+    rows = trained["checkpoints"]
+    url = cli_service.stack.database_url
+    with db.session_scope(url) as session:
+        session.execute(update(Checkpoint).where(Checkpoint.job_id == trained["id"])
+                        .values(is_best=Checkpoint.id == rows[0]["id"]))
+    try:
+        yield rows
+    finally:
+        with db.session_scope(url) as session:
+            for row in rows:
+                session.execute(update(Checkpoint).where(Checkpoint.id == row["id"]).values(is_best=row["is_best"]))
+
+
+def test_download_job_takes_the_best_checkpoint_and_latest_the_newest(
+        cli_service: CliService, trained: dict[str, Any], first_is_best: list[dict[str, Any]]) -> None:
+    cli, job_id, rows = cli_service.cli, trained["id"], first_is_best
+    said = ok(cli("download", "--job", str(job_id), "-o", "best.pt"))
+    assert said == f"saved best.pt ({rows[0]['size']} bytes, sha256 {rows[0]['sha256']} verified)\n"
+    said = ok(cli("download", "--job", str(job_id), "--latest", "-o", "newest.pt"))
+    assert said == f"saved newest.pt ({rows[-1]['size']} bytes, sha256 {rows[-1]['sha256']} verified)\n"
+    assert rows[0]["global_step"] < rows[-1]["global_step"]
+    help_text = ok(cli("download", "--help"))
+    assert "best checkpoint" in help_text and "--latest" in help_text
 
 
 @pytest.fixture
@@ -307,7 +360,8 @@ def test_segment_a_scan_into_las_and_csv(cli_service: CliService) -> None:
 
 @pytest.mark.parametrize("case", ["bad key", "unknown job", "bad config", "bad --set", "no API", "missing config",
                                   "broken YAML", "missing scan", "unknown checkpoint", "bad out", "bad URL",
-                                  "unwritable download"])
+                                  "unwritable download", "latest without a job", "epochs below the range",
+                                  "epochs above the range"])
 def test_errors_are_one_line(cli_service: CliService, trained: dict[str, Any], tmp_path: Path, case: str) -> None:
     cli = cli_service.cli
     (tmp_path / "broken.yaml").write_text("epochs: [2\n")
@@ -327,6 +381,11 @@ def test_errors_are_one_line(cli_service: CliService, trained: dict[str, Any], t
         "bad URL": (["list", "--url", "not-a-url"], "missing an 'http://' or 'https://' protocol; start it with"),
         "unwritable download": (["download", "--job", str(trained["id"]), "-o", str(tmp_path / "no" / "x.pt")],
                                 f"as {tmp_path / 'no' / 'x.pt'}: No such file or directory"),
+        "latest without a job": (["download", "1", "--latest"], "--latest picks among a job's checkpoints"),
+        "epochs below the range": (["submit", "--epochs", "-1"],
+                                   "config.epochs: must be from 1 to 200 (MAX_EPOCHS), got -1"),
+        "epochs above the range": (["submit", "--epochs", "500"],
+                                   "config.epochs: must be from 1 to 200 (MAX_EPOCHS), got 500"),
     }[case]
     line = one_error_line(cli(*argv))
     assert expected in line, line
@@ -342,7 +401,9 @@ def test_plan_prints_the_plan_and_writes_its_chart(cli_service: CliService, trai
     shown = ok(cli("plan", str(path), "--interruptions", "2", "--tier", "spot=420", "--svg", "plan.svg",
                    "--no-probe", timeout_s=300))
     lines = shown.splitlines()
-    assert [line.split()[0] for line in lines[:5]] == ["device", "memory", "data", "compute", "interruptions"], shown
+    assert [line.split()[0] for line in lines[:6]] == ["device", "throughput", "memory", "data", "compute",
+                                                       "interruptions"], shown
+    assert lines[1].split()[1] == "MEASURED:" and "succeeded jobs" in lines[1], shown
     assert "k = 2.00" in shown and "window" in shown
     costs = [line for line in lines if line.startswith("cost")]
     assert len(costs) == 3 and "750 EUR/month" in costs[0] and costs[2].split()[1] == "spot:", shown

@@ -15,13 +15,28 @@ def test_every_bad_field_is_named_with_its_range() -> None:
         TrainConfig.from_dict({"epochs": 0, "lr": "fast", "bogus": 1, "data": {"scale": 5},
                                "device": "tpu", "model": {"widths": [8, 8]}})
     errors = caught.value.errors
-    assert errors["epochs"] == "must be between 1 and 1000, got 0"
+    assert errors["epochs"] == "must be from 1 to 1000, got 0"
     assert "type float" in errors["lr"]
     assert "unknown field" in errors["bogus"]
-    assert errors["data.scale"].startswith("must be between 0.01 and 1")
+    assert errors["data.scale"] == "must be from 0.01 to 1, got 5.0"
     assert "cpu" in errors["device"]
     assert "6 channel counts" in errors["model.widths"]
     assert "epochs" in str(caught.value)
+
+
+@pytest.mark.parametrize("epochs", [-1, 500])
+def test_a_cap_lowers_the_maximum_and_names_where_it_comes_from(epochs: int) -> None:
+    """A service's limit and the config's own minimum make one range, whichever end is crossed."""
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({"epochs": epochs}, caps={"epochs": (200, "MAX_EPOCHS")})
+    assert caught.value.errors == {"epochs": f"must be from 1 to 200 (MAX_EPOCHS), got {epochs}"}
+    assert TrainConfig.from_dict({"epochs": 200}, caps={"epochs": (200, "MAX_EPOCHS")}).epochs == 200
+
+
+def test_a_cap_above_the_config_s_own_maximum_changes_nothing() -> None:
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({"epochs": 1001}, caps={"epochs": (5000, "MAX_EPOCHS")})
+    assert caught.value.errors == {"epochs": "must be from 1 to 1000, got 1001"}
 
 
 def test_booleans_are_not_numbers_and_classes_must_agree() -> None:

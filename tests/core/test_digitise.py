@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 
@@ -10,6 +11,7 @@ import pytest
 
 from veernet_core.digitise import tracer as tracer_module
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
+from veernet_core.digitise.calibration_fields import LEGACY_WRAP
 from veernet_core.digitise.curves import depth_grid, digitise
 from veernet_core.digitise.tracer import TraceOptions, trace_curves
 from veernet_core.synth import SynthLog, generate
@@ -180,11 +182,12 @@ def _wrapping_log() -> SynthLog:
 
 
 def _log_calibration(log: SynthLog, wrap: int) -> Calibration:
+    """The log's calibration with the wrap given in the older integer form (1 right, -1 left, 0 none)."""
     s = log.curves[0].scale
     width = log.image.shape[1]
     depth = DepthScale.from_ends(log.depth.top, log.depth.bottom, log.depth.unit, width)
     step = float(depth.depth_of(1) - depth.depth_of(0))
-    return Calibration(depth, (CurveScale(s.mnemonic, s.unit, s.left, s.right, s.log, wrap),),
+    return Calibration(depth, (CurveScale(s.mnemonic, s.unit, s.left, s.right, s.log, LEGACY_WRAP[wrap]),),
                        float(log.track[0]), float(log.track[1]), step)
 
 
@@ -210,13 +213,32 @@ def test_wrap_around_is_flagged_and_read_on_the_backup_scale() -> None:
     assert np.isfinite(result.values[result.wrapped]).all()  # resampled values on the backup are kept
 
 
-def test_a_wrap_with_no_known_backup_scale_is_flagged_and_left_null() -> None:
+def test_a_wrap_where_none_is_declared_is_read_on_the_primary_scale_and_flagged_never_nulled() -> None:
     log = _wrapping_log()
     probs = two_class((log.mask == 1).astype(np.float32))
     result = digitise(probs, _log_calibration(log, wrap=0)).curves[0]
     assert (result.trace.wrapped & log.curves[0].inked).sum() > 20
-    assert result.wrapped.any() and np.isnan(result.values[result.wrapped]).all()
-    assert np.isfinite(result.values[~result.wrapped]).mean() > 0.95
+    assert result.wrap_unexpected.any() and not result.wrapped.any()
+    assert np.isfinite(result.values[result.wrap_unexpected]).all(), "no null stretch where the wrap was undeclared"
+    assert np.isfinite(result.values).mean() > 0.95
+    # Read where it is drawn: inside the primary scale's range.
+    scale = log.curves[0].scale
+    lo, hi = sorted((scale.left, scale.right))
+    drawn = result.values[result.wrap_unexpected]
+    assert ((drawn >= lo - 0.02 * (hi - lo)) & (drawn <= hi + 0.02 * (hi - lo))).all()
+
+
+def test_a_wrap_on_both_sides_reads_each_side_on_its_backup_scale() -> None:
+    log = _wrapping_log()
+    curve = log.curves[0]
+    assert curve.backup_scale is not None
+    direction = 1 if curve.backup_scale.left == curve.scale.right else -1
+    probs = two_class((log.mask == 1).astype(np.float32))
+    one_side = digitise(probs, _log_calibration(log, direction)).curves[0]
+    both = digitise(probs, dataclasses.replace(_log_calibration(log, direction), curves=(dataclasses.replace(
+        _log_calibration(log, direction).curves[0], wrap="both"),))).curves[0]
+    np.testing.assert_array_equal(both.values, one_side.values)
+    assert both.wrapped.sum() > 20 and not both.wrap_unexpected.any()
 
 
 def test_a_synthetic_log_with_perfect_probabilities_is_read_within_half_a_pixel() -> None:
@@ -291,10 +313,11 @@ def test_a_dashed_second_curve_is_read_from_its_own_channel_across_its_gaps() ->
 ])
 def test_nonsense_calibration_is_refused_naming_the_field(data: dict[str, object], field: str) -> None:
     good: dict[str, object] = {"depth": {"top": 1000, "bottom": 1200, "unit": "m"},
-                               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}]}
+                               "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}],
+                               "track_top": 2, "track_bottom": HEIGHT - 3, "step": 0.5}
     with pytest.raises(CalibrationError) as caught:
         Calibration.from_dict({**good, **data}, HEIGHT, WIDTH)
-    assert caught.value.field == field
+    assert list(caught.value.errors) == [field]
     assert str(caught.value).startswith(field)
 
 

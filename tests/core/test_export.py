@@ -111,13 +111,13 @@ def test_las_in_feet_and_a_non_round_step_still_conform(result: Digitised, tmp_p
 
 def test_csv_has_one_row_per_depth_and_empty_cells_for_null(result: Digitised) -> None:
     rows = list(csv.reader(io.StringIO(to_csv(result))))
-    assert rows[0] == ["DEPT [m]", "GR [API]", "GR confidence", "GR wrapped",
-                       "ILD [ohm.m]", "ILD confidence", "ILD wrapped"]
+    assert rows[0] == ["DEPT [m]", "GR [API]", "GR confidence", "GR wrapped", "GR wrap unexpected",
+                       "ILD [ohm.m]", "ILD confidence", "ILD wrapped", "ILD wrap unexpected"]
     assert len(rows) == 1 + result.depth.size
     gr = [r[1] for r in rows[1:]]
     assert gr.count("") == int(np.isnan(result.curves[0].values).sum())
     assert float(rows[1][0]) == result.depth[0]
-    assert float(rows[1][4]) == pytest.approx(result.curves[1].values[0], rel=1e-9)
+    assert float(rows[1][5]) == pytest.approx(result.curves[1].values[0], rel=1e-9)
 
 
 def test_json_has_a_value_and_a_confidence_per_sample_and_null_where_no_curve(result: Digitised) -> None:
@@ -129,7 +129,7 @@ def test_json_has_a_value_and_a_confidence_per_sample_and_null_where_no_curve(re
     curves = data["curves"]
     assert isinstance(curves, list)
     gr, ild = curves
-    assert len(gr["values"]) == len(gr["confidence"]) == len(gr["wrapped"]) == n
+    assert len(gr["values"]) == len(gr["confidence"]) == len(gr["wrapped"]) == len(gr["wrap_unexpected"]) == n
     assert all((v is None) == (c is None) for v, c in zip(gr["values"], gr["confidence"], strict=True))
     assert gr["values"][-1] is None and gr["values"][0] is not None
     assert None not in ild["values"] and ild["unit"] == "ohm.m"
@@ -197,7 +197,8 @@ def test_overlay_polylines_and_palette_give_the_picture_of_one_rgb_segment_per_c
     level[70:90] = 1
     row[40:42] = np.nan
     edited = ColumnTrace(trace.u, level, row, trace.confidence, bridged)
-    curves = [type(first)(first.mnemonic, first.unit, first.values, first.confidence, first.wrapped, edited),
+    curves = [type(first)(first.mnemonic, first.unit, first.values, first.confidence, first.wrapped, edited,
+                          first.wrap_unexpected),
               *result.curves[1:]]
     d = Digitised(result.depth, result.depth_unit, result.step, curves, result.calibration, result.image_size)
     picture = Image.open(io.BytesIO(overlay_png(scan, d)))

@@ -155,3 +155,19 @@ def test_warm_ups_are_paid_once_and_the_peak_is_the_costliest_micro_batch_on_its
     assert plan.memory["predicted_peak_mb"] == pytest.approx(max(peaks.values()) / 2**20)
     chosen = tuple(tuple(hw) for hw in plan.memory["peak_micro_batch"])
     assert chosen in peaks and peaks[chosen] == max(peaks.values())
+
+
+def test_extreme_settings_keep_every_figure_finite() -> None:
+    """A save 'every 1e-300 minutes' is a save after every step (the loop saves between steps), and a failure
+    rate too small to tell gives no optimal interval: no infinity, so the plan is valid JSON (a fuzzer found both)."""
+    import json
+
+    config = TrainConfig.from_dict({**CONFIG.to_dict(), "checkpoint_every_minutes": 1e-300})
+    plan = make_plan(config, SIZES, device_class="x", memory=MEMORY, memory_bytes=2**30, memory_source="",
+                     speed=SPEED, reliability=Reliability(None, 1.0, "", 1e-320), window_s=1e-300,
+                     utilisation=0.01)
+    json.dumps(plan.to_dict(), allow_nan=False)
+    assert plan.time is not None and plan.checkpointing is not None
+    assert plan.time["checkpoints"] == 3 * plan.data["steps_per_epoch"]
+    assert plan.checkpointing["interval_s"] == pytest.approx(plan.time["step_s"])
+    assert plan.checkpointing["optimal_interval_s"] is None

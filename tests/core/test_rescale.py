@@ -8,15 +8,16 @@ import numpy as np
 import pytest
 
 from veernet_core.digitise.calibration import Calibration, CurveScale, DepthScale
+from veernet_core.digitise.pipeline import predict_scan
 from veernet_core.digitise.predict import bundled_model_path, load_model
 from veernet_core.digitise.rescale import (
     NOMINAL_HEIGHT,
     check_scan_scale,
-    digitise_scan,
     map_trace,
-    plan,
     resample_image,
+    resampling_for,
     scaled_calibration,
+    scan_curves,
 )
 from veernet_core.digitise.tracer import ColumnTrace
 from veernet_core.synth import SynthLog, generate
@@ -26,33 +27,34 @@ HELD_OUT_SEED = 515_151  # the bundled model trained on data seed 0
 
 def test_a_scan_near_the_model_scale_is_read_as_it_is() -> None:
     for height in (48, 56, 64):  # the bundled model's own training heights at scale 0.1
-        assert not plan((height, 900), 0.1).resampled
-    assert not plan((600, 6400), 1.0).resampled
-    assert not plan((600, 6400), None).resampled, "a model of labelled scans has no known scale: used as it is"
+        assert not resampling_for((height, 900), 0.1).resampled
+    assert not resampling_for((600, 6400), 1.0).resampled
+    assert not resampling_for((600, 6400), None).resampled, "a model of labelled scans has no known scale: as it is"
 
 
 def test_a_full_resolution_scan_is_brought_to_the_edge_of_the_model_scale() -> None:
     # The least resampling that the model reads as it is: to 1.25x the model's scale for a finer scan.
-    estimated = plan((560, 6400), 0.1)
+    estimated = resampling_for((560, 6400), 0.1)
     assert estimated.scan_scale_estimated and estimated.scan_scale == pytest.approx(560 / NOMINAL_HEIGHT)
     assert estimated.model_size == (70, 800) and estimated.resampled
-    stated = plan((600, 6400), 0.1, scan_scale=1.0)
+    stated = resampling_for((600, 6400), 0.1, scan_scale=1.0)
     assert not stated.scan_scale_estimated and stated.model_size == (75, 800)
-    assert plan((600, 6400), 0.1, scan_scale=0.1).model_size == (600, 6400), "the user's statement wins"
+    assert resampling_for((600, 6400), 0.1, scan_scale=0.1).model_size == (600, 6400), "the user's statement wins"
     assert stated.to_dict()["model_size"] == [75, 800] and stated.to_dict()["scan_size"] == [600, 6400]
 
 
 def test_a_coarse_scan_is_enlarged_to_the_near_edge() -> None:
-    coarse = plan((60, 640), 1.0, scan_scale=0.1)  # a 30-dpi scan given to a full-resolution model
+    coarse = resampling_for((60, 640), 1.0, scan_scale=0.1)  # a 30-dpi scan given to a full-resolution model
     assert coarse.model_size == (480, 5120), "to the model's scale / 1.25"
 
 
 def test_an_enlargement_stops_at_the_pixel_limit() -> None:
-    resampling = plan((32, 100_000), 1.0, max_pixels=40_000_000)
+    resampling = resampling_for((32, 100_000), 1.0, max_pixels=40_000_000)
     assert resampling.resampled
     height, width = resampling.model_size
     assert height * width <= 40_000_000 * 1.001 and height > 32
-    assert plan((32, 2_000_000), 1.0, max_pixels=40_000_000).model_size == (32, 2_000_000), "no room: as it is"
+    no_room = resampling_for((32, 2_000_000), 1.0, max_pixels=40_000_000)
+    assert no_room.model_size == (32, 2_000_000), "no room: as it is"
 
 
 @pytest.mark.parametrize("value", [0, -1, 0.001, 101, "1.0", True, None, float("nan")])
@@ -100,7 +102,8 @@ def _position_error(log: SynthLog, model_scale: float | None) -> tuple[float, fl
     """(mean |error| as a fraction of the track, share of inked columns read) of curve 1 of a log."""
     model, _ = load_model(bundled_model_path())
     model.trained_scale = model_scale
-    digitised, _, _ = digitise_scan(model, log.image, Calibration.from_dict(log.calibration(), *log.image.shape))
+    probabilities, resampling = predict_scan(model, log.image)
+    digitised = scan_curves(probabilities, Calibration.from_dict(log.calibration(), *log.image.shape), resampling)
     truth = log.curves[0]
     fraction = (truth.row - log.track[0]) / (log.track[1] - log.track[0])
     read = digitised.curves[0].trace

@@ -120,6 +120,8 @@ def test_submit_watch_download_and_digitise_in_the_browser(stack: Stack, page: A
     page.locator(f"#checkpoints tbody tr:nth-child({epochs})").wait_for()
     shot(page, artefacts, "03-job-succeeded")
     assert page.locator("#job-progress").get_attribute("data-fraction") == "1"
+    # Epochs count work done, as the CLI and the API do: a finished two-epoch job is at 2/2.
+    assert page.locator("#job-progress-text").inner_text().endswith(f"epochs done {epochs}/{epochs}")
     assert page.locator('#iou-svg polyline[data-series="IoU (curves, mean)"]').count() == 1
     kinds = page.locator("#timeline tbody tr").evaluate_all("rows => rows.map(r => r.dataset.kind)")
     assert kinds[:2] == ["queued", "claimed"] and kinds[-1] == "succeeded" and kinds.count("checkpoint") == epochs
@@ -140,6 +142,7 @@ def test_submit_watch_download_and_digitise_in_the_browser(stack: Stack, page: A
     page.click("#nav-jobs")
     page.locator(f'#jobs-table tr[data-job="{job_id}"][data-status="succeeded"]').wait_for()
     assert page.locator(f'#jobs-table tr[data-job="{job_id}"] td.eta').inner_text() == "done"
+    assert page.locator(f'#jobs-table tr[data-job="{job_id}"] td.epochs').inner_text() == f"{epochs}/{epochs}"
     shot(page, artefacts, "04-jobs-table")
 
     # Digitise a synthetic scan on the segment page: the traced curves come back over it and against depth.

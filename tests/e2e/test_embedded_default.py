@@ -3,11 +3,16 @@ a real Celery worker process and the API with its reaper thread; nothing configu
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from e2e_jobs import check_job_runs_to_success, tiny_config
 from e2e_procs import FAST_LEASES, code_root, free_port, service_env
@@ -44,13 +49,20 @@ def test_job_runs_end_to_end_on_the_embedded_default(embedded_stack: Stack) -> N
     check_job_runs_to_success(embedded_stack, tiny_config(), stored)
 
 
+# What `make run` must not show a newcomer: Celery's banners and its advice against running as root, the
+# profiler's trace markers and warnings, Celery's shutdown notices.
+DEMO_NOISE = ("-------------- [queues]", "v5.", "SecurityWarning", "superuser", "USDT:", "profiler_start",
+              "CPUAllocator", "Warm shutdown")
+
+
 def test_make_run_trains_downloads_and_digitises_end_to_end(tmp_path: Path, e2e_dir: Path) -> None:
     """`make run` is `veernet demo`: the whole product on the embedded default, nothing configured."""
     import lasio
 
     data = tmp_path / "data"
     env = service_env(VEERNET_DATA_DIR=data)  # the defaults users get: no fast leases
-    done = subprocess.run([sys.executable, "-m", "api.cli", "demo", "--port", str(free_port())], env=env,
+    port = free_port()
+    done = subprocess.run([sys.executable, "-m", "api.cli", "demo", "--port", str(port)], env=env,
                           cwd=code_root(), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
@@ -62,15 +74,87 @@ def test_make_run_trains_downloads_and_digitises_end_to_end(tmp_path: Path, e2e_
     errors = [float(line.split("mean error ")[1].split(" %")[0]) for line in out.splitlines() if "mean error" in line]
     assert len(errors) == 2 and max(errors) < 5.0, out  # the bundled model reads the held-out scan's curves
 
+    # While it runs, the job's dashboard page; at the end, no link to the service it has stopped.
+    job_id = int(re.findall(rf"watch it in the dashboard: http://127\.0\.0\.1:{port}/#/jobs/(\d+)$", out, re.M)[0])
+    assert re.search(rf"job {job_id} succeeded: epochs done 2/2, step (\d+)/\1, ", out), out
+    ending = out.split("where everything is:")[1]
+    assert "http://" not in ending, ending
+    assert out.splitlines()[-1] == (f"the service has stopped. To look around the dashboard (this job's page is "
+                                    f"/#/jobs/{job_id}), keep it running: make run KEEP=1, or veernet demo --keep")
+    for noise in DEMO_NOISE:
+        assert noise not in out + done.stderr, f"{noise!r} in the demo's output:\n{out}\n{done.stderr}"
+    # stderr holds the API's one notice that keys are off, and nothing else on a run that went well.
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(said) == 1 and "API keys are off" in said[0], done.stderr
+
+
+def test_demo_refuses_a_busy_port_before_starting_anything(tmp_path: Path, e2e_dir: Path) -> None:
+    """A second `veernet demo` must not report success while talking to the service already on the port."""
+    data = tmp_path / "data"
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "api.cli", "demo", "--port", str(port)],
+                              env=service_env(VEERNET_DATA_DIR=data), cwd=code_root(), capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", done
+    line = done.stderr.strip()
+    assert "\n" not in line and f"port {port} on 127.0.0.1 is in use (another service?)" in line, line
+    assert "choose another with --port" in line, line
+    assert not data.exists(), "nothing may start, nor write, before the port is known to be free"
+
+
+def test_demo_keep_leaves_the_service_up_with_the_job_s_dashboard_page_until_ctrl_c(tmp_path: Path,
+                                                                                    e2e_dir: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    demo = subprocess.Popen([sys.executable, "-m", "api.cli", "demo", "--port", str(port), "--keep"],
+                            env=service_env(VEERNET_DATA_DIR=tmp_path / "data"), cwd=code_root(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal has it
+    try:
+        said = []
+        assert demo.stdout is not None
+        for line in demo.stdout:  # until the demo says the service stays
+            said.append(line.rstrip("\n"))
+            if "press Ctrl-C" in line:
+                break
+        assert said and "press Ctrl-C" in said[-1], "\n".join(said) + demo.communicate(timeout=60)[1]
+        said += [demo.stdout.readline().rstrip("\n") for _ in range(2)]
+        job_id = int(re.findall(r"^job (\d+) succeeded in ", "\n".join(said), re.M)[0])
+        assert said[-2] == f"  dashboard       {base}/#/jobs/{job_id}  (this job's page)", said
+        assert httpx.get(f"{base}/jobs/{job_id}").json()["status"] == "succeeded"
+        assert '<main id="view"' in httpx.get(f"{base}/").text  # the dashboard's page
+        os.killpg(demo.pid, signal.SIGINT)  # Ctrl-C reaches the terminal's whole process group
+        demo.wait(timeout=90)
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+    assert demo.returncode == 0, demo.communicate()[1]
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{base}/livez", timeout=2)
+
 
 def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedded_stack: Stack) -> None:
-    """Plan a small run on a fresh fleet (the probe), run it, compare; then plan it again from that run."""
+    """Plan a small run on a fresh fleet: the plan answers at once and queues a probe job, which the training
+    worker runs; plan again from its measurement, run the job, compare; then plan it again from that run."""
     from e2e_jobs import job_row, submit, wait_finished
 
     config = tiny_config(epochs=3, pixel_budget=0)  # the budget from the memory model, as the worker measures it
-    probed = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=600)
+    pending = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=30)
+    assert pending.status_code == 200, pending.text
+    probe = pending.json()["measurement"]["probe"]
+    assert probe["status"] == "pending" and pending.json()["time"] is None, pending.json()["measurement"]
+    probe_job = wait_finished(embedded_stack, probe["job_id"], timeout_s=300)
+    assert (probe_job.kind, probe_job.status) == ("probe", "succeeded"), probe_job.error
+    probed = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=30)
     assert probed.status_code == 200, probed.text
     plan = probed.json()
+    assert plan["throughput"]["source"] == "probe" and plan["measurement"]["probe"] is None, plan["measurement"]
+    assert plan["device_class"] == probe_job.device_class
+    assert plan["memory"]["source"].startswith(f"measured on {probe_job.device_class} by the worker of job "
+                                               f"{probe_job.id}")
     job_id = submit(embedded_stack, config)
     job = wait_finished(embedded_stack, job_id, timeout_s=600)
     assert job.status == "succeeded", job.error
@@ -84,7 +168,7 @@ def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedde
     calibrated = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0, "probe": False})
     assert calibrated.status_code == 200, calibrated.text
     again = calibrated.json()
-    assert again["throughput"] != plan["throughput"], "calibrated from the completed job, not the probe"
+    assert again["throughput"]["source"] == "completed_jobs", "calibrated from the completed job, not the probe"
     # The worker recorded the memory model it measured at the job's start; the plan now uses it.
     assert again["memory"]["source"].startswith(f"measured on {plan['device_class']} by the worker of job {job_id}")
     assert again["memory"]["extrapolated"] is False

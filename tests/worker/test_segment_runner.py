@@ -46,7 +46,7 @@ def test_a_synthetic_scan_is_digitised_into_every_format(client: Any, service: S
     assert las.well["STEP"].value > 0 and las.well["NULL"].value == -999.25
     csv_lines = client.get(f"/jobs/{job_id}/result.csv").text.splitlines()
     header = csv_lines[0].split(",")
-    assert header[1::3] == [f"{c.scale.mnemonic} [{c.scale.unit}]" for c in log.curves]
+    assert header[1::4] == [f"{c.scale.mnemonic} [{c.scale.unit}]" for c in log.curves]
     assert len(csv_lines) == len(las.index) + 1
     for name in ("mask.png", "overlay.png"):
         picture = Image.open(io.BytesIO(client.get(f"/jobs/{job_id}/{name}").content))

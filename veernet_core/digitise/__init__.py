@@ -2,6 +2,6 @@
 
 Inference (`predict`), reading a scan at its model's pixel scale (`rescale`), candidate runs and the
 column tracer (`runs`, `tracer`), calibration (`calibration`), curves on a regular depth step
-(`curves`) and the result files (`export`). Import from the defining module; this package re-exports
-nothing.
+(`curves`), the result files (`export`) and the one path from a scan to them (`pipeline`). Import
+from the defining module; this package re-exports nothing.
 """

@@ -6,23 +6,24 @@ its bottom row, 1 + f on a backup scale past the bottom edge, so one linear (or 
 `CurveScale.to_value(u)` reads primary and backup scales alike.
 
 A binary model puts every curve in one channel; the tracer then follows several traces at once and
-keeps them apart through crossings by their lines before the crossing. Curves that look alike and
-cross often can still swap identity: nothing on the page tells them apart but their wraps (used to
-order them, see `_match_wraps`) and the user's check of the overlay. A multiclass model tells the
-curves apart by their line style (on the synthetic logs curve 1 is solid, curve 2 dashed) and gives
-each its own channel (`channel_plan`), so crossings cannot swap them; a dashed curve's gaps are
-bridged like any short gap (`TraceOptions.max_gap`).
+keeps them apart through crossings by their lines before the crossing, and a multiclass model gives
+each curve class its own channel (`channel_plan`). Either way, which trace is which curve is decided by
+`veernet_core.digitise.identity` from the calibration's hints (style, ink, anchors) as the scan bears
+them out, never by drawing order; a dashed curve's gaps are bridged like any short gap
+(`TraceOptions.max_gap`).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
+from veernet_core.digitise.identity import Naming, name_traces
+from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 DEFAULT_TRACE = TraceOptions()  # frozen, so one shared default is safe
@@ -34,8 +35,13 @@ class DigitisedCurve:
     unit: str
     values: np.ndarray  # float64 per output depth, NaN = null
     confidence: np.ndarray  # float32 per output depth, 0 where null
-    wrapped: np.ndarray  # bool per output depth: read on the backup scale (null when it is unknown)
+    wrapped: np.ndarray  # bool per output depth: read on a declared backup scale
     trace: ColumnTrace  # the same curve per image column, for overlays and checks
+    # bool per output depth: traced past an edge with no backup scale declared there; read as drawn, on
+    # the primary scale (a misread wrap or an undeclared backup scale: check these on the overlay)
+    wrap_unexpected: np.ndarray
+    identity: str = "single"  # how this trace was named: single, anchored, hinted or ambiguous (identity.py)
+    warnings: tuple[str, ...] = ()  # what the naming step found against the calibration's hints
 
 
 @dataclass
@@ -57,16 +63,18 @@ def channel_plan(num_classes: int, curves: int) -> list[tuple[int, list[int]]]:
     if num_classes == 2:
         return [(1, list(range(curves)))]
     if curves > num_classes - 1:
-        raise CalibrationError("curves", f"lists {curves} curves but the model separates only {num_classes - 1}")
+        raise CalibrationError({"curves": f"lists {curves} curves but the model separates only {num_classes - 1}"})
     return [(k + 1, [k]) for k in range(curves)]
 
 
-def digitise(probabilities: np.ndarray, calibration: Calibration,
-             options: TraceOptions = DEFAULT_TRACE) -> Digitised:
-    """(C, H, W) class probabilities (channel 0 background) -> calibrated curves on a regular depth step."""
+def digitise(probabilities: np.ndarray, calibration: Calibration, options: TraceOptions = DEFAULT_TRACE,
+             scan: ScanPixels | None = None) -> Digitised:
+    """(C, H, W) class probabilities (channel 0 background) -> calibrated curves on a regular depth step,
+    named by the calibration's hints as the `scan`'s pixels bear them out (without it, by anchors alone)."""
     classes, height, width = probabilities.shape
     calibration.check(height, width)
-    return calibrate(trace_channels(probabilities, calibration, options), calibration, (height, width))
+    naming = name_traces(trace_channels(probabilities, calibration, options), calibration, scan)
+    return calibrate(naming, calibration, (height, width))
 
 
 def trace_channels(probabilities: np.ndarray, calibration: Calibration,
@@ -76,27 +84,29 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
         found = trace_curves(probabilities[channel], calibration.track_top, calibration.track_bottom,
                              len(members), options)
-        wraps = [calibration.curves[i].wrap for i in members]
+        wraps = [calibration.curves[i].wrap_levels for i in members]
         for index, trace in zip(members, _match_wraps(found, wraps), strict=True):
             traces[index] = trace
     return [trace for trace in traces if trace is not None]
 
 
-def calibrate(traces: list[ColumnTrace], calibration: Calibration, image_size: tuple[int, int]) -> Digitised:
-    """Column traces of a (height, width) scan -> values on the calibration's regular depth step."""
+def calibrate(naming: Naming, calibration: Calibration, image_size: tuple[int, int]) -> Digitised:
+    """Named column traces of a (height, width) scan -> values on the calibration's regular depth step."""
     depth = depth_grid(calibration.depth, image_size[1], calibration.step)
     if depth.size == 0:
-        raise CalibrationError("step", f"no multiple of {calibration.step:g} lies within the scan's depths")
+        raise CalibrationError({"step": f"no multiple of {calibration.step:g} lies within the scan's depths"})
     cols = calibration.depth.column_of(depth)
-    curves = [_resample(scale, trace, cols) for scale, trace in zip(calibration.curves, traces, strict=True)]
+    curves = [replace(_resample(scale, trace, cols), identity=identity, warnings=warnings)
+              for scale, trace, identity, warnings in zip(calibration.curves, naming.traces, naming.identity,
+                                                          naming.warnings, strict=True)]
     return Digitised(depth, calibration.depth.unit, calibration.step, curves, calibration, image_size)
 
 
-def _match_wraps(traces: list[ColumnTrace], wraps: list[int]) -> list[ColumnTrace]:
+def _match_wraps(traces: list[ColumnTrace], wraps: list[tuple[int, ...]]) -> list[ColumnTrace]:
     """Traces in the order that lets most of their wrapped samples be read on the curves' declared
     backup scales; otherwise top to bottom. A wrap is the one mark that tells same-looking curves apart."""
     def readable(order: tuple[int, ...]) -> int:
-        return sum(int(np.count_nonzero(traces[t].level[traces[t].level != 0] == wrap))
+        return sum(int(np.count_nonzero(np.isin(traces[t].level[traces[t].level != 0], wrap)))
                    for t, wrap in zip(order, wraps, strict=True))
     best = max(itertools.permutations(range(len(traces))), key=lambda order: (readable(order), order == tuple(
         range(len(traces)))))
@@ -127,7 +137,12 @@ def _resample(scale: CurveScale, trace: ColumnTrace, cols: np.ndarray) -> Digiti
     conf = np.where(np.isfinite(u), trace.confidence[i0] * (1 - t) + trace.confidence[i1] * t, 0.0)
     conf = np.where(np.isfinite(conf), conf, trace.confidence[nearest]).astype(np.float32)
     level = trace.level[nearest]
-    readable = np.isfinite(u) & ((level == 0) | (level == scale.wrap))
-    values = np.where(readable, scale.to_value(np.where(readable, u, 0.5)), np.nan)
-    return DigitisedCurve(scale.mnemonic, scale.unit, values, np.where(readable, conf, 0).astype(np.float32),
-                          (level != 0) & np.isfinite(u), trace)
+    found = np.isfinite(u)
+    declared = np.isin(level, scale.wrap_levels)
+    unexpected = found & (level != 0) & ~declared
+    # A wrap on a side with no declared backup scale is read where it is drawn, on the primary scale, and
+    # flagged: never a null stretch for the user to fill in by hand.
+    u = np.where(unexpected, u - level, u)
+    values = np.where(found, scale.to_value(np.where(found, u, 0.5)), np.nan)
+    return DigitisedCurve(scale.mnemonic, scale.unit, values, np.where(found, conf, 0).astype(np.float32),
+                          found & declared & (level != 0), trace, unexpected)

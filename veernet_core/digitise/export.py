@@ -98,7 +98,10 @@ def to_json(d: Digitised, meta: ExportMeta | None = None, inference: dict[str, A
             "confidence": [round(float(c), 4) if f else None
                            for c, f in zip(curve.confidence.tolist(), found.tolist(), strict=True)],
             "wrapped": curve.wrapped.tolist(),
+            "wrap_unexpected": curve.wrap_unexpected.tolist(),
             "found_fraction": round(float(found.mean()), 4) if found.size else 0.0,
+            "identity": curve.identity,
+            "warnings": list(curve.warnings),
         })
     result: dict[str, object] = {
         "depth": {"unit": d.depth_unit, "step": d.step, "start": _first(d.depth), "stop": _last(d.depth),
@@ -106,12 +109,32 @@ def to_json(d: Digitised, meta: ExportMeta | None = None, inference: dict[str, A
         "curves": curves,
         "calibration": d.calibration.to_dict(),
         "image": {"height": d.image_size[0], "width": d.image_size[1]},
+        "warnings": result_warnings(d),
     }
     if meta is not None:
         result["model"] = {"sha256": meta.model_sha256, "id": meta.model_id}
     if inference is not None:
         result["inference"] = inference
     return result
+
+
+def result_warnings(d: Digitised) -> list[str]:
+    """What the user should check, one line each: curves named by drawing order alone, hints the scan
+    contradicts, samples wrapped where no backup scale was declared."""
+    names = unique_mnemonics(d.curves)
+    lines = []
+    ambiguous = [name for name, curve in zip(names, d.curves, strict=True) if curve.identity == "ambiguous"]
+    if ambiguous:
+        lines.append(f"{', '.join(ambiguous)}: nothing in the calibration tells these curves apart, so they are "
+                     "named in the tracer's order; check the overlay, or add style, ink or anchors hints")
+    for name, curve in zip(names, d.curves, strict=True):
+        lines += [f"{name}: {warning}" for warning in curve.warnings]
+        unexpected = int(np.count_nonzero(curve.wrap_unexpected))
+        if unexpected:
+            lines.append(f"{name}: {unexpected} samples traced past a track edge with no backup scale declared "
+                         "there, read on the primary scale (flagged wrap_unexpected); declare the curve's wrap "
+                         "if the log has that backup scale")
+    return lines
 
 
 def _first(depth: np.ndarray) -> float | None:
@@ -123,11 +146,11 @@ def _last(depth: np.ndarray) -> float | None:
 
 
 def to_csv(d: Digitised) -> str:
-    """One row per depth sample: depth, then per curve its value, confidence and wrap flag; empty = null."""
+    """One row per depth sample: depth, then per curve its value, confidence and wrap flags; empty = null."""
     names = unique_mnemonics(d.curves)
     header = [f"DEPT [{d.depth_unit}]"]
     for name, curve in zip(names, d.curves, strict=True):
-        header += [f"{name} [{curve.unit}]", f"{name} confidence", f"{name} wrapped"]
+        header += [f"{name} [{curve.unit}]", f"{name} confidence", f"{name} wrapped", f"{name} wrap unexpected"]
     lines = [",".join(_csv_field(h) for h in header)]
     for i, depth in enumerate(d.depth.tolist()):
         row = [_number(depth)]
@@ -135,7 +158,7 @@ def to_csv(d: Digitised) -> str:
             value = float(curve.values[i])
             found = math.isfinite(value)
             row += [_number(value) if found else "", f"{float(curve.confidence[i]):.4f}" if found else "",
-                    "1" if curve.wrapped[i] else "0"]
+                    "1" if curve.wrapped[i] else "0", "1" if curve.wrap_unexpected[i] else "0"]
         lines.append(",".join(row))
     return "\n".join(lines) + "\n"
 
@@ -176,6 +199,9 @@ def to_las(d: Digitised, meta: ExportMeta) -> str:
                          descr=f"{curve.mnemonic} digitised from scan")
     for item in _parameters(d, meta, unit):
         las.params[item.mnemonic] = item
+    warnings = result_warnings(d)
+    if warnings:  # free text for whoever opens the file: the ~Other section
+        las.other = "\n".join("WARNING: " + _las_text(line) for line in warnings)
     buffer = io.StringIO()
     step = float(d.depth[1] - d.depth[0])
     las.write(buffer, version=2.0, wrap=False, STRT=float(d.depth[0]), STOP=float(d.depth[-1]),
@@ -202,10 +228,12 @@ def _parameters(d: Digitised, meta: ExportMeta, depth_unit: str) -> list[lasio.H
     ]
     for k, (name, scale) in enumerate(zip(unique_mnemonics(d.curves), c.curves, strict=True)):
         kind = "LOG" if scale.log else "LIN"
-        wrap = {1: "PAST RIGHT", -1: "PAST LEFT", 0: "NONE"}[scale.wrap]
+        wrap = {"right": "PAST RIGHT", "left": "PAST LEFT", "both": "BOTH SIDES"}.get(scale.wrap, "NONE")
         items.append(lasio.HeaderItem(
             f"SCL{k + 1}", unit=scale.unit, value=f"{scale.left:g} {scale.right:g} {kind}",
             descr=f"{name} scale left right type; backup {wrap}"))
+        items.append(lasio.HeaderItem(f"IDN{k + 1}", value=d.curves[k].identity.upper(),
+                                      descr=f"{name} identity: single anchored hinted or ambiguous"))
     return items
 
 

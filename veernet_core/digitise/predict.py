@@ -114,6 +114,28 @@ def load_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, rotate_portrai
     return orient(gray, rotate_portrait)
 
 
+def load_colour(data: bytes, rotate_portrait: bool = False) -> np.ndarray | None:
+    """uint8 (H, W, 3) RGB of a colour scan, oriented as `load_image` orients its gray, for the naming step
+    to see ink colours; None for a gray scan (or a colour file whose pixels are all gray). Call it after
+    `load_image` has checked the file and its size."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # load_image has held it to the limit
+        image: Image.Image = Image.open(io.BytesIO(data))
+        if image.mode not in ("RGB", "RGBA", "P", "PA", "CMYK", "YCbCr", "LAB", "HSV"):
+            return None
+        image.load()
+    image = ImageOps.exif_transpose(image)
+    if image.mode in ("RGBA", "PA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        image = Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba)
+    rgb = np.array(image.convert("RGB"), dtype=np.uint8)
+    if (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 1] == rgb[..., 2]).all():
+        return None
+    if rotate_portrait and rgb.shape[0] > rgb.shape[1]:
+        return np.ascontiguousarray(rgb.transpose(1, 0, 2))  # the same turn as `orient`: the transpose
+    return rgb
+
+
 def _to_gray(image: Image.Image) -> np.ndarray:
     image.load()
     image = ImageOps.exif_transpose(image)  # a camera's "rotate on display" tag, applied

@@ -28,9 +28,10 @@ import torch.nn.functional as F
 from veernet_core.data import MIN_SIDE
 from veernet_core.digitise.calibration import Calibration, DepthScale
 from veernet_core.digitise.curves import Digitised, calibrate, digitise, trace_channels
-from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS, DEFAULT_OVERLAP, DEFAULT_TILE_WIDTH, predict_probabilities
+from veernet_core.digitise.identity import name_traces
+from veernet_core.digitise.ink import ScanPixels
+from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
-from veernet_core.model import VeerNet
 
 NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
 # Within this factor either way a model reads a scan as it is: the synthetic logs a model trains on
@@ -74,7 +75,7 @@ def check_scan_scale(value: Any) -> float:
     return float(value)
 
 
-def plan(scan_size: tuple[int, int], model_scale: float | None, scan_scale: float | None = None,
+def resampling_for(scan_size: tuple[int, int], model_scale: float | None, scan_scale: float | None = None,
          max_pixels: int = DEFAULT_MAX_PIXELS) -> Resampling:
     """The size a (height, width) scan runs at for a model trained at `model_scale`; an enlargement
     stops at `max_pixels`, the limit a scan itself is held to."""
@@ -121,17 +122,18 @@ def _to_grid(position: float, factor: float) -> float:
 
 
 def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling: Resampling,
-                options: TraceOptions | None = None) -> Digitised:
+                options: TraceOptions | None = None, scan: ScanPixels | None = None) -> Digitised:
     """Probabilities on the model's grid -> curves of the scan: traced on the model's grid, mapped to the
-    scan's columns and read on the calibration's depth step (plain `digitise` when the grids are one)."""
+    scan's columns, named on the `scan`'s own pixels (`identity.name_traces`) and read on the calibration's
+    depth step (plain `digitise` when the grids are one)."""
     if not resampling.resampled:
-        return digitise(probabilities, calibration, options or TraceOptions())
+        return digitise(probabilities, calibration, options or TraceOptions(), scan)
     calibration.check(*resampling.scan_size)
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
     traces = trace_channels(probabilities, small, options or TraceOptions())
     width = resampling.scan_size[1]
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
-    return calibrate(mapped, calibration, resampling.scan_size)
+    return calibrate(name_traces(mapped, calibration, scan), calibration, resampling.scan_size)
 
 
 def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: float) -> ColumnTrace:
@@ -151,12 +153,3 @@ def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: fl
     row = track_top + (u - level) * (track_bottom - track_top)
     return ColumnTrace(u, level, row, conf.astype(np.float32), trace.bridged[nearest] & np.isfinite(u))
 
-
-def digitise_scan(model: VeerNet, image: np.ndarray, calibration: Calibration, scan_scale: float | None = None,
-                  tile_width: int = DEFAULT_TILE_WIDTH, overlap: int = DEFAULT_OVERLAP,
-                  ) -> tuple[Digitised, np.ndarray, Resampling]:
-    """The whole read of one scan at its model's scale: (curves on the scan's grid, class probabilities on
-    the model's grid, how it was resampled)."""
-    resampling = plan((image.shape[0], image.shape[1]), model.trained_scale, scan_scale)
-    probabilities = predict_probabilities(model, resample_image(image, resampling.model_size), tile_width, overlap)
-    return scan_curves(probabilities, calibration, resampling), probabilities, resampling

@@ -1,0 +1,151 @@
+"""Naming the curves of a track from what the log says (style, ink, anchors), on rendered logs whose
+curves cross; the generator's ink footprint stands in for a binary model's probabilities."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import lasio
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.core.naming_testkit import Drawn, RenderedLog, render, share_on_own_curve
+from veernet_core.digitise.calibration import Calibration
+from veernet_core.digitise.curves import Digitised, digitise
+from veernet_core.digitise.export import ExportMeta, to_json, to_las
+from veernet_core.digitise.predict import load_colour
+
+SOLID_DARK, SOLID_LIGHT = Drawn("solid", "dark"), Drawn("solid", "light")
+
+
+def _digitise(log: RenderedLog, hints: list[dict[str, Any]]) -> Digitised:
+    curves = [{"mnemonic": f"C{k}", "unit": "API", "left": 0, "right": 150, **h} for k, h in enumerate(hints)]
+    calibration = Calibration.from_dict(log.calibration(curves), *log.scan.gray.shape)
+    return digitise(log.probabilities, calibration, scan=log.scan)
+
+
+def _shares(log: RenderedLog, result: Digitised, drawn_for: list[int]) -> list[float]:
+    """Per named curve: the share of columns (where the curves are apart) its trace is on the drawn curve
+    it should be named after."""
+    n = len(log.rows)
+    return [share_on_own_curve(curve.trace.row, log.rows[drawn_for[c]], [log.rows[j] for j in range(n)
+                                                                          if j != drawn_for[c]])
+            for c, curve in enumerate(result.curves)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_dark_and_a_light_solid_curve_that_cross_are_named_by_their_ink(seed: int) -> None:
+    log = render(seed, [SOLID_DARK, SOLID_LIGHT])
+    assert log.crossings(0, 1) >= 8, "the curves must cross for the test to mean anything"
+    for hints, drawn_for in (([{"ink": "dark"}, {"ink": "light"}], [0, 1]),
+                             ([{"ink": "light"}, {"ink": "dark"}], [1, 0])):  # the listing order does not matter
+        result = _digitise(log, hints)
+        assert min(_shares(log, result, drawn_for)) >= 0.9
+        assert [c.identity for c in result.curves] == ["hinted", "hinted"]
+        assert [c.warnings for c in result.curves] == [(), ()]
+
+
+def test_without_hints_two_curves_are_ambiguous_and_the_outputs_say_so(tmp_path: Any) -> None:
+    log = render(0, [SOLID_DARK, SOLID_LIGHT])
+    result = _digitise(log, [{}, {}])
+    assert [c.identity for c in result.curves] == ["ambiguous", "ambiguous"]
+    data = to_json(result, ExportMeta("0" * 64))
+    assert [c["identity"] for c in data["curves"]] == ["ambiguous", "ambiguous"]  # type: ignore[index]
+    warnings = data["warnings"]
+    assert isinstance(warnings, list) and any("C0, C1: nothing in the calibration tells" in w for w in warnings)
+    text = to_las(result, ExportMeta("0" * 64))
+    las = lasio.read(io.StringIO(text))
+    assert "nothing in the calibration tells these curves apart" in las.other
+    assert las.params["IDN1"].value == "AMBIGUOUS"
+    lascheck = pytest.importorskip("lascheck", reason="lascheck is the LAS 2.0 validator named in the issue")
+    (tmp_path / "ambiguous.las").write_text(text)
+    assert lascheck.read(str(tmp_path / "ambiguous.las")).get_non_conformities() == []
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_dashed_and_a_solid_curve_are_named_by_their_style(seed: int) -> None:
+    log = render(seed, [SOLID_DARK, Drawn("dashed", "dark")])
+    result = _digitise(log, [{"style": "dashed"}, {"style": "solid"}])
+    assert min(_shares(log, result, [1, 0])) >= 0.8
+    assert [c.identity for c in result.curves] == ["hinted", "hinted"]
+    assert [c.warnings for c in result.curves] == [(), ()]
+
+
+def test_colour_names_curves_on_a_colour_scan() -> None:
+    log = render(0, [Drawn("solid", "red"), Drawn("solid", "blue")], colour=True)
+    result = _digitise(log, [{"ink": "blue"}, {"ink": "red"}])
+    assert min(_shares(log, result, [1, 0])) >= 0.95
+    gray = render(0, [Drawn("solid", "red"), Drawn("solid", "blue")], colour=False)
+    on_gray = _digitise(gray, [{"ink": "blue"}, {"ink": "red"}]).curves
+    assert [c.identity for c in on_gray] == ["ambiguous"] * 2
+    assert all("colour hints need a colour upload" in c.warnings[0] for c in on_gray)
+
+
+def _apart_column(log: RenderedLog) -> int:
+    """A column where the two curves are far apart, away from the scan's ends."""
+    gap = np.abs(log.rows[0] - log.rows[1])
+    gap[:100] = gap[-100:] = 0
+    return int(np.argmax(gap))
+
+
+def test_an_anchor_names_two_curves_that_look_the_same() -> None:
+    log = render(1, [SOLID_DARK, SOLID_DARK])
+    col = _apart_column(log)
+    track = log.track[1] - log.track[0]
+    value = float((log.rows[1][col] - log.track[0]) / track * 150)  # curve 1's value there, 0-150 across
+    for at in (0, 1):
+        hints: list[dict[str, Any]] = [{}, {}]
+        hints[at] = {"anchors": [{"depth": log.depth_of(col), "value": value}]}
+        result = _digitise(log, hints)
+        named = result.curves[at].trace.row[col]
+        assert abs(named - log.rows[1][col]) < 1.5, "the anchored curve is the one through the anchor"
+        assert result.curves[at].identity == "anchored" and result.curves[1 - at].identity == "hinted"
+        assert result.curves[at].warnings == ()
+
+
+def test_an_anchor_far_from_its_curve_is_a_warning() -> None:
+    log = render(1, [SOLID_DARK, SOLID_LIGHT])
+    middle = (log.track[0] + log.track[1]) / 2
+    col = 100 + int(np.argmax((log.rows[0][100:-100] < middle - 10) & (log.rows[1][100:-100] < middle - 10)))
+    assert max(log.rows[0][col], log.rows[1][col]) < middle - 10, "both curves in the track's upper half"
+    # 150 is the track's bottom border: far from both curves there.
+    anchor = {"depth": log.depth_of(col), "value": 150.0}
+    result = _digitise(log, [{"ink": "dark"}, {"ink": "light", "anchors": [anchor]}])
+    assert any(f"anchor 150 at depth {anchor['depth']:g}" in w for w in result.curves[1].warnings)
+
+
+def test_a_hint_the_scan_contradicts_is_a_warning_not_an_error() -> None:
+    log = render(0, [SOLID_DARK, SOLID_LIGHT])
+    result = _digitise(log, [{"ink": "dark"}, {"ink": "dark"}])  # one of them is light on the scan
+    assert [c.identity for c in result.curves] == ["ambiguous", "ambiguous"]
+    warned = [w for c in result.curves for w in c.warnings]
+    assert len(warned) == 1 and "declared ink dark" in warned[0] and "looks light" in warned[0]
+    data = to_json(result)
+    assert any("declared ink dark" in w for w in data["warnings"])  # type: ignore[union-attr]
+
+
+def test_one_curve_is_single_and_its_contradicted_style_is_a_warning() -> None:
+    log = render(2, [Drawn("dashed", "dark")])
+    result = _digitise(log, [{"style": "solid"}])
+    assert result.curves[0].identity == "single"
+    assert any("declared style solid" in w and "looks dashed" in w for w in result.curves[0].warnings)
+    assert _digitise(log, [{"style": "dashed"}]).curves[0].warnings == ()
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_the_colour_of_an_upload_is_kept_for_naming_and_a_gray_one_is_not() -> None:
+    rgb = np.full((40, 60, 3), 230, np.uint8)
+    rgb[10, :, :] = (200, 30, 30)
+    colour = load_colour(_png(rgb))
+    assert colour is not None and colour.shape == (40, 60, 3) and tuple(colour[10, 5]) == (200, 30, 30)
+    assert load_colour(_png(rgb[..., 0])) is None  # a gray file
+    assert load_colour(_png(np.repeat(rgb[..., :1], 3, axis=2))) is None  # RGB, but every pixel gray
+    portrait = load_colour(_png(rgb.transpose(1, 0, 2).copy()), rotate_portrait=True)
+    assert portrait is not None and portrait.shape == (40, 60, 3) and tuple(portrait[10, 5]) == (200, 30, 30)

@@ -1,0 +1,266 @@
+"""Naming a track's traces from what the log says, never from drawing order.
+
+The tracer hands over one trace per calibrated curve (a binary model's curves all from one channel, a
+multiclass model's from their channels). Where two traces cross or touch, the tracer may have swapped
+them, so the traces are cut there into stretches (`stretches`), and in every stretch each trace is looked
+at on the scan's own pixels (`veernet_core.digitise.ink`: line style, ink). Each curve's hints (style,
+ink, anchors) score each assignment of traces to curves per stretch; the assignments along the scan are
+chosen together (Viterbi over the N! assignments, N <= 4), a change between stretches costing
+SWITCH_COST, so one stretch's weak evidence does not swap curves that the stretches around it name.
+
+Where nothing tells two curves apart (no hints, equal hints, or a measure that does not separate them),
+the tracer's order is kept and both are marked ambiguous; a hint the scan contradicts is a warning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from veernet_core.digitise.calibration import Calibration, CurveScale
+from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.ink import (
+    Look,
+    Page,
+    ScanPixels,
+    ink_label,
+    ink_scores,
+    look_at,
+    page_of,
+    style_label,
+    style_scores,
+)
+from veernet_core.digitise.tracer import ColumnTrace
+
+# Evidence a stretch needs to name its traces otherwise than the stretches around it. At 2, style hints
+# on the bundled model's two-curve logs (bench/digitise_eval.py's 40 held-out logs) swapped a few short
+# stretches (mae_pct 1.37 % -> 1.42 %); at 4 they name every curve with no loss.
+SWITCH_COST = 4.0
+AMBIGUOUS_MARGIN = 1.0  # two curves whose swap costs less evidence than this are not told apart
+ANCHOR_WEIGHT = 200.0  # per track width of distance: a point a person read off the scan outweighs a measure
+MIN_COLUMNS = 3  # a stretch shorter than this (in measured columns) says nothing about style or ink
+MIN_WARN_COLUMNS = 20  # columns a curve needs before its look is held against its hints
+ANCHOR_TOLERANCE = 0.1  # track widths between an anchor and the named trace before it is a warning
+
+Assignment = tuple[int, ...]  # assignment[c] = the trace that calibrated curve c is read from
+
+
+@dataclass(frozen=True)
+class Naming:
+    traces: list[ColumnTrace]  # one per calibrated curve, in the calibration's order
+    identity: list[str]  # per curve: single, anchored, hinted or ambiguous
+    warnings: list[tuple[str, ...]]  # per curve: hints the scan contradicts
+
+
+def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None) -> Naming:
+    """The traces of one track (on the scan's own columns) named after the calibration's curves."""
+    span = calibration.track_bottom - calibration.track_top
+    half = max(1, round(0.012 * span))  # rows either side of a trace that its stroke may cover
+    near = _touching(traces, max(2.0 * half + 2.0, 2.0))
+    bounds = stretches(near)
+    if not any(curve.style or curve.ink for curve in calibration.curves):
+        scan = None  # nothing to hold the looks against: anchors alone name the curves
+    page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
+    looks = [[_look(scan, page, t, a, b, near, half) for t in traces] for a, b in bounds]
+    evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
+    anchored = _add_anchors(evidence, bounds, traces, calibration)
+    path = _best_path(evidence)
+    named = _stitch(traces, bounds, path)
+    identity = _verdicts(evidence, path, anchored)
+    warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration)
+                + _unseen_colour(curve, scan) for c, curve in enumerate(calibration.curves)]
+    return Naming(named, identity, warnings)
+
+
+def _touching(traces: list[ColumnTrace], distance: float) -> np.ndarray:
+    """Columns where the tracer may have swapped traces: where two traces come within `distance` rows or
+    change sides (a step can carry a curve across another between two columns), and where a trace jumps
+    by more than `distance` rows or starts or stops (it may have been handed another curve there)."""
+    width = traces[0].u.size if traces else 0
+    near = np.zeros(width, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for a, b in itertools.combinations(traces, 2):
+            near |= np.abs(a.row - b.row) <= distance
+            both = np.flatnonzero(np.isfinite(a.row) & np.isfinite(b.row))
+            side = np.sign(a.row[both] - b.row[both])
+            near[both[1:][side[1:] != side[:-1]]] = True
+        for trace in traces:
+            found = np.isfinite(trace.row)
+            near[1:] |= found[1:] != found[:-1]
+            near[1:] |= np.abs(np.diff(trace.row)) > distance
+    return near
+
+
+def stretches(near: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) column ranges cut at the middle of every run of touching columns."""
+    edges = np.flatnonzero(np.diff(near.astype(np.int8))) + 1
+    starts = edges[near[edges]] if edges.size else edges
+    stops = edges[~near[edges]] if edges.size else edges
+    if near.size and near[0]:
+        starts = np.concatenate([[0], starts])
+    if near.size and near[-1]:
+        stops = np.concatenate([stops, [near.size]])
+    cuts = [int((a + b) // 2) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
+            if 0 < (a + b) // 2 < near.size]
+    bounds = [0, *sorted(set(cuts)), int(near.size)]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+def _look(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, start: int, stop: int,
+          near: np.ndarray, half: int) -> Look | None:
+    """The trace's look over columns [start, stop) away from other traces, or None with too little to see."""
+    if scan is None or page is None:
+        return None
+    cols = np.arange(start, stop)
+    cols = cols[np.isfinite(trace.row[start:stop]) & ~near[start:stop]]
+    look = look_at(scan, page, trace.row[cols], cols, half)
+    return look if look is not None and look.columns >= MIN_COLUMNS else None
+
+
+def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None]) -> np.ndarray:
+    """(curves, traces): how well each trace's look in one stretch agrees with each curve's hints."""
+    scores = np.zeros((len(curves), len(looks)))
+    for t, look in enumerate(looks):
+        if look is None:
+            continue
+        weight = math.sqrt(look.columns)  # a longer stretch is surer, as a sample mean is
+        styles, inks = style_scores(look), ink_scores(look)
+        for c, curve in enumerate(curves):
+            if curve.style is not None:
+                scores[c, t] += weight * (2.0 * styles[curve.style] - 1.0)
+            if curve.ink is not None:
+                scores[c, t] += weight * inks[curve.ink]
+    return scores
+
+
+def _add_anchors(evidence: list[np.ndarray], bounds: list[tuple[int, int]], traces: list[ColumnTrace],
+                 calibration: Calibration) -> set[int]:
+    """Anchor evidence added in the stretches the anchors fall in; returns the curves an anchor spoke for."""
+    anchored: set[int] = set()
+    width = traces[0].u.size if traces else 0
+    reach = max(3, width // 200)  # columns either side to find the trace at an anchor's depth
+    for c, curve in enumerate(calibration.curves):
+        for anchor in curve.anchors:
+            col = int(round(float(calibration.depth.column_of(anchor.depth))))
+            s = next((k for k, (a, b) in enumerate(bounds) if a <= col < b), None)
+            if s is None:
+                continue
+            wanted = curve.to_fraction(anchor.value)
+            for t, trace in enumerate(traces):
+                evidence[s][c, t] -= ANCHOR_WEIGHT * min(_distance_at(trace, col, wanted, reach), 1.0)
+            anchored.add(c)
+    return anchored
+
+
+def _distance_at(trace: ColumnTrace, col: int, fraction: float, reach: int) -> float:
+    """Track widths between the trace near column `col` and `fraction` (unwrapped); inf where it is absent."""
+    lo, hi = max(0, col - reach), min(trace.u.size, col + reach + 1)
+    found = np.flatnonzero(np.isfinite(trace.u[lo:hi]))
+    if found.size == 0:
+        return math.inf
+    nearest = lo + int(found[np.argmin(np.abs(found + lo - col))])
+    return abs(float(trace.u[nearest]) - fraction)
+
+
+def _assignments(n: int) -> list[Assignment]:
+    return list(itertools.permutations(range(n)))
+
+
+def _score(evidence: np.ndarray, assignment: Assignment) -> float:
+    return float(sum(evidence[c, t] for c, t in enumerate(assignment)))
+
+
+def _best_path(evidence: list[np.ndarray]) -> list[Assignment]:
+    """The assignment per stretch with the most evidence, less SWITCH_COST per change; ties keep the
+    tracer's order (the identity assignment)."""
+    if not evidence:
+        return []
+    options = _assignments(evidence[0].shape[0])
+    keep = options[0]  # the identity: itertools lists it first
+    total = {a: _score(evidence[0], a) + (1e-9 if a == keep else 0.0) for a in options}
+    back: list[dict[Assignment, Assignment]] = []
+    for scores in evidence[1:]:
+        came = {a: _best_previous(total, a) for a in options}
+        total = {a: total[came[a]] - (0.0 if came[a] == a else SWITCH_COST) + _score(scores, a) for a in options}
+        back.append(came)
+    last = max(options, key=total.__getitem__)
+    path = [last]
+    for came in reversed(back):
+        last = came[last]
+        path.append(last)
+    return path[::-1]
+
+
+def _best_previous(total: dict[Assignment, float], now: Assignment) -> Assignment:
+    """The previous stretch's assignment that leads best into `now` (staying costs nothing)."""
+    return max(total, key=lambda before: total[before] - (0.0 if before == now else SWITCH_COST))
+
+
+def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[int]) -> list[str]:
+    """Per curve: ambiguous where swapping it with another curve along the whole path costs less than
+    AMBIGUOUS_MARGIN of evidence; else anchored (an anchor spoke for it) or hinted."""
+    n = len(path[0]) if path else 0
+    if n == 1:
+        return ["single"]
+    best = sum(_score(e, a) for e, a in zip(evidence, path, strict=True))
+    ambiguous: set[int] = set()
+    for i, j in itertools.combinations(range(n), 2):
+        swapped = [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(n)) for a in path]
+        if best - sum(_score(e, a) for e, a in zip(evidence, swapped, strict=True)) < AMBIGUOUS_MARGIN:
+            ambiguous |= {i, j}
+    return ["ambiguous" if c in ambiguous else "anchored" if c in anchored else "hinted" for c in range(n)]
+
+
+def _stitch(traces: list[ColumnTrace], bounds: list[tuple[int, int]], path: list[Assignment]) -> list[ColumnTrace]:
+    """One trace per curve, each stretch taken from the trace its assignment names."""
+    named = []
+    for c in range(len(traces)):
+        parts = [traces[assignment[c]] for assignment in path]
+        def joined(name: str, parts: list[ColumnTrace] = parts) -> np.ndarray:
+            return np.concatenate([getattr(p, name)[a:b] for p, (a, b) in zip(parts, bounds, strict=True)])
+        named.append(ColumnTrace(joined("u"), joined("level"), joined("row"), joined("confidence"), joined("bridged")))
+    return named
+
+
+def _vote(looks: list[Look], label: Callable[[Look], str]) -> str:
+    votes: dict[str, int] = {}
+    for look in looks:
+        votes[label(look)] = votes.get(label(look), 0) + look.columns
+    return max(votes, key=votes.__getitem__)
+
+
+def _unseen_colour(curve: CurveScale, scan: ScanPixels | None) -> tuple[str, ...]:
+    """A colour hint on a gray upload says nothing: the user should know it went unused."""
+    if scan is not None and scan.colour is None and curve.ink in INK_COLOURS:
+        return (f"declared ink {curve.ink}, but the scan is gray: colour hints need a colour upload",)
+    return ()
+
+
+def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTrace,
+                    calibration: Calibration) -> tuple[str, ...]:
+    """A line per hint the scan does not bear out for this curve's named trace: its stretches' looks vote,
+    by their columns, on its style and ink."""
+    lines = []
+    seen = [look for look in looks if look is not None]
+    if sum(look.columns for look in seen) >= MIN_WARN_COLUMNS:
+        inked = float(np.concatenate([look.inked for look in seen]).mean())
+        dark = float(np.mean([look.ink_ratio for look in seen]))
+        for name, hint, label, measured in (
+                ("style", curve.style, _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen,
+                                             style_label), f"ink in {100 * inked:.0f} % of its columns"),
+                ("ink", curve.ink, _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black")):
+            unseen = name == "ink" and hint in INK_COLOURS and all(look.rgb is None for look in seen)  # a gray scan
+            if hint is not None and label != hint and not unseen:
+                lines.append(f"declared {name} {hint}, but the trace named {curve.mnemonic} looks {label} ({measured})")
+    width = trace.u.size
+    for anchor in curve.anchors:
+        col = int(round(float(calibration.depth.column_of(anchor.depth))))
+        off = _distance_at(trace, col, curve.to_fraction(anchor.value), max(3, width // 200))
+        if off > ANCHOR_TOLERANCE:
+            where = "has no trace there" if math.isinf(off) else f"passes {100 * off:.0f} % of the track away"
+            lines.append(f"anchor {anchor.value:g} at depth {anchor.depth:g}: the trace named {curve.mnemonic} {where}")
+    return tuple(lines)

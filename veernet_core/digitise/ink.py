@@ -1,0 +1,155 @@
+"""What a traced curve looks like on the scan's own pixels: its line style (from where along the trace
+there is ink and where there is paper) and its ink (gray level, or colour on a colour scan).
+
+Measured on the scan, never on the reduced image the model may have read: a dotted curve that a
+reduction blurs into a line is still dotted here. Each measure gives, per style or ink a calibration may
+declare (`calibration_fields.STYLES`, `INKS`), a score in about -1..1 of how well the stretch agrees,
+for the naming step (`veernet_core.digitise.identity`) to weigh, and a label for its warnings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from veernet_core.digitise.calibration_fields import INK_COLOURS
+
+MIN_DARKNESS = 18.0  # gray levels below the paper: less is scanner noise, not ink
+PAPER_COLUMNS = 31  # neighbouring columns whose median gray is the paper's
+GRID_SHARE = 0.5  # a row or column this much inked is a grid line (a curve crosses a column once)
+DARK_RATIO = 0.5  # ink darker than half the way from paper to black is "dark"; lighter is "light"
+
+
+@dataclass(frozen=True)
+class ScanPixels:
+    """The scan as the user sent it: gray (H, W) uint8, and (H, W, 3) uint8 where the upload was colour."""
+
+    gray: np.ndarray
+    colour: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    """What is not curve in a track: the paper's gray per column, and the grid lines, which cross every
+    curve and would read as ink in a dash's gap or darken a light curve."""
+
+    paper: np.ndarray  # float64 per column: the median gray of the track's rows there
+    grid_cols: np.ndarray  # bool per column: a vertical line across most of the track
+    grid_rows: np.ndarray  # bool per image row: a horizontal line along most of the scan
+
+
+def page_of(scan: ScanPixels, top: float, bottom: float) -> Page:
+    rows = scan.gray[max(0, int(math.floor(top))) : int(math.ceil(bottom)) + 1].astype(np.float64)
+    # A column's median is the paper's gray, except on a vertical grid line, which covers the column:
+    # the median over neighbouring columns (grid lines are a small share of them) holds there too.
+    columns = np.median(rows[:: max(1, rows.shape[0] // 64)], axis=0)  # 64 rows tell a column's paper
+    reach = PAPER_COLUMNS // 2
+    padded = np.pad(columns, reach, mode="edge")
+    paper = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1), axis=1)
+    dark = rows <= paper[None, :] - MIN_DARKNESS
+    grid_cols = dark.mean(axis=0) >= GRID_SHARE
+    whole = scan.gray.astype(np.float64) <= paper[None, :] - MIN_DARKNESS
+    return Page(paper, grid_cols, whole.mean(axis=1) >= GRID_SHARE)
+
+
+@dataclass(frozen=True)
+class Look:
+    """A stretch of one trace: ink per measured column and the pixels under it."""
+
+    inked: np.ndarray  # bool per measured column, in column order (gaps included)
+    darkness: float  # median (paper - ink) over inked columns, gray levels
+    paper: float
+    rgb: tuple[float, float, float] | None  # median colour of the ink on a colour scan
+
+    @property
+    def columns(self) -> int:
+        return int(self.inked.size)
+
+    @property
+    def ink_ratio(self) -> float:
+        """How dark the ink is: 0 paper, 1 black."""
+        return self.darkness / max(self.paper, 1.0)
+
+
+def look_at(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, half: int) -> Look | None:
+    """The ink along a trace at image `rows` of columns `cols` (ascending), within `half` rows of it; the
+    columns where a grid line crosses or runs along it are left out (ink there says nothing). None when
+    nothing is left to see."""
+    height = scan.gray.shape[0]
+    window = np.clip(np.rint(rows)[:, None].astype(np.int64) + np.arange(-half, half + 1)[None, :], 0, height - 1)
+    seen = ~page.grid_cols[cols] & ~page.grid_rows[window].any(axis=1)
+    window, cols = window[seen], cols[seen]
+    if cols.size == 0:
+        return None
+    pixels = scan.gray[window, cols[:, None]]
+    darkest = pixels.argmin(axis=1)
+    darkness = page.paper[cols] - pixels[np.arange(cols.size), darkest].astype(np.float64)
+    # Ink where the stroke is at least half as dark as this stretch's own strokes: a light curve's
+    # ink counts as ink, and a gap's paper does not.
+    strong = float(np.quantile(darkness, 0.9))
+    inked = darkness >= max(MIN_DARKNESS, 0.5 * strong)
+    rgb = None
+    if scan.colour is not None and inked.any():
+        ink_rows = window[np.arange(cols.size), darkest][inked]
+        rgb = tuple(float(v) for v in np.median(scan.colour[ink_rows, cols[inked]].astype(np.float64), axis=0))
+    return Look(inked, float(np.median(darkness[inked])) if inked.any() else 0.0, float(np.median(page.paper[cols])),
+                rgb if rgb is None else (rgb[0], rgb[1], rgb[2]))
+
+
+def runs(inked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths of the inner runs of ink and of paper (those cut by the stretch's ends are left out)."""
+    if inked.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    edges = np.flatnonzero(np.diff(inked.astype(np.int8))) + 1
+    bounds = np.concatenate([[0], edges, [inked.size]])
+    lengths, kinds = np.diff(bounds)[1:-1], inked[bounds[1:-2]]
+    return lengths[kinds], lengths[~kinds]
+
+
+def style_scores(look: Look) -> dict[str, float]:
+    """Agreement in 0..1 of the stretch with each line style, from its duty cycle and run lengths."""
+    duty = float(look.inked.mean()) if look.columns else 0.0
+    on, off = runs(look.inked)
+    solid = float(np.clip((duty - 0.75) / 0.17, 0.0, 1.0))  # dashes of 2:1 ink to paper (0.67) are not solid
+    broken = 1.0 - solid
+    if on.size == 0 or off.size == 0:
+        return {"solid": solid, "dashed": broken / 3, "dotted": broken / 3, "dash-dot": broken / 3}
+    ratio = float(np.median(on)) / max(float(np.median(off)), 1.0)  # dashes are longer than their gaps, dots not
+    long_marks = float(np.clip((ratio - 0.7) / 0.8, 0.0, 1.0))
+    typical = float(np.quantile(on, 0.8))
+    short_share = float(np.mean(on <= 0.45 * typical))
+    # Dash, dot, dash, dot: about half the marks short. A dashed line's marks broken by noise are fewer.
+    alternating = float(np.clip((min(short_share, 1.0 - short_share) - 0.2) / 0.2, 0.0, 1.0))
+    return {"solid": solid, "dashed": broken * long_marks * (1.0 - alternating),
+            "dotted": broken * (1.0 - long_marks) * (1.0 - alternating), "dash-dot": broken * alternating}
+
+
+def ink_scores(look: Look) -> dict[str, float]:
+    """Agreement in -1..1 of the stretch's ink with dark, light and each colour name: linear in the
+    measure, so that of two curves the darker one scores higher as "dark" however dark both are."""
+    dark = float(np.clip((look.ink_ratio - DARK_RATIO) / 0.3, -1.0, 1.0))
+    scores = {"dark": dark, "light": -dark}
+    for name, reference in INK_COLOURS.items():
+        if look.rgb is None:
+            scores[name] = 0.0  # a gray scan says nothing about colour
+            continue
+        distance = float(np.linalg.norm(np.subtract(look.rgb, reference))) / 255.0
+        scores[name] = float(np.clip(1.0 - 2.5 * distance, -1.0, 1.0))
+    return scores
+
+
+def style_label(look: Look) -> str:
+    scores = style_scores(look)
+    return max(scores, key=scores.__getitem__)
+
+
+def ink_label(look: Look) -> str:
+    """dark or light, or the nearest colour name where the ink is clearly coloured."""
+    if look.rgb is not None:
+        colours = {k: v for k, v in ink_scores(look).items() if k in INK_COLOURS}
+        best = max(colours, key=colours.__getitem__)
+        if colours[best] > 0.3:
+            return best
+    return "dark" if look.ink_ratio >= DARK_RATIO else "light"
