@@ -92,9 +92,11 @@ def test_a_multi_page_tiff_is_422_naming_its_page_count(client: TestClient) -> N
     assert error["field"] == "file" and "4 pages" in error["message"] and "one page per request" in error["message"]
 
 
-def test_a_page_without_a_grid_is_answered_with_empty_sections_and_what_to_supply(client: TestClient) -> None:
-    blank = np.full((900, 600), 240, np.uint8)
-    blank[100:130, 50:500] = 20
+@pytest.mark.parametrize("size", [(900, 600), (40, 40)])
+def test_a_page_without_a_grid_is_answered_with_empty_sections_and_what_to_supply(client: TestClient,
+                                                                                  size: tuple[int, int]) -> None:
+    blank = np.full(size, 240, np.uint8)
+    blank[size[0] // 9:size[0] // 7, 5:size[1] - 5] = 20
     response = _post(client, _tiff(Image.fromarray(blank)))
     assert response.status_code == 200, response.text
     proposal = response.json()

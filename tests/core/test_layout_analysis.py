@@ -139,6 +139,19 @@ def test_a_page_without_a_grid_proposes_no_sections_and_says_what_to_supply() ->
     assert any("no log grid found" in message for message in proposal["messages"])
 
 
+@pytest.mark.parametrize("name", ["tiny", "black", "noise", "stripes", "lines"])
+def test_pages_that_are_no_log_are_answered_not_failed(name: str) -> None:
+    rng = np.random.default_rng(1)
+    image = {"tiny": np.full((40, 40), 255, np.uint8), "black": np.zeros((900, 400), np.uint8),
+             "noise": rng.integers(0, 256, (900, 700), dtype=np.uint8),
+             "stripes": np.tile(np.where(np.arange(400) % 40 < 2, 0, 255).astype(np.uint8), (900, 1)),
+             "lines": np.tile(np.where(np.arange(900) % 30 < 2, 0, 255).astype(np.uint8)[:, None], (1, 400))}[name]
+    proposal = to_proposal(analyse_image(image, None))
+    assert proposal["messages"], "it says what could not be found"
+    for section in proposal["sections"]:
+        assert section["depth"]["ticks"]["value"] is None
+
+
 def test_unreadable_depth_numbers_leave_the_depth_empty_and_say_so() -> None:
     page = generate_page(SEED, 0, PAGES[0])
     spec = page.spec

@@ -109,7 +109,10 @@ def _run(program: str, sheet: Image.Image, whitelist: str | None, psm: int) -> l
         raise OcrUnavailable(f"Tesseract could not be run: {exc}") from exc
     if done.returncode != 0:
         raise OcrUnavailable(f"Tesseract failed: {done.stderr.decode(errors='replace').strip()[:200]}")
-    return _parse_tsv(done.stdout.decode("utf-8", errors="replace"))
+    try:
+        return _parse_tsv(done.stdout.decode("utf-8", errors="replace"))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise OcrUnavailable(f"Tesseract's output could not be read ({exc}); is it version 4 or later?") from exc
 
 
 def _parse_tsv(text: str) -> list[tuple[Word, int]]:

@@ -88,9 +88,9 @@ def measure_skew(ink: np.ndarray) -> Skew | None:
     lines to tell."""
     height, width = ink.shape
     band = int(np.clip(height // 16, 64, 1024))
-    profiles = np.stack([_sharp_profile(ink[k * band:(k + 1) * band]) for k in range(height // band)])
-    if profiles.shape[0] < 3:
+    if height // band < 3:
         return None
+    profiles = np.stack([_sharp_profile(ink[k * band:(k + 1) * band]) for k in range(height // band)])
     reach = int(math.tan(math.radians(MAX_SKEW_DEG)) * band) + 2
     steps = [_shift(profiles[k], profiles[k + 1], -reach, reach) for k in range(profiles.shape[0] - 1)]
     agreed = [shift for shift, strength in steps if strength >= 0.5]
