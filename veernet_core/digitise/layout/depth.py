@@ -157,8 +157,8 @@ class DepthFit:
 def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
               label_every: float | None = None) -> DepthFit | None:
     """Robust fit of the numbers onto the lattice; None when fewer than two agree (or one, given the depth
-    per line from a confidently named scale). With `label_every` (the scale's), a number that is not a
-    multiple of it is a misreading and takes no part."""
+    per line from a confidently named scale), or fewer than half of those any digit was read in. With
+    `label_every` (the scale's), a number that is not a multiple of it is a misreading and takes no part."""
     read = [label for label in labels if label.value is not None and
             (label_every is None or math.isclose(label.value / label_every, round(label.value / label_every)))]
     index = {id(label): (label.row - grid.lattice.origin) / grid.lattice.spacing for label in labels}
@@ -170,7 +170,10 @@ def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
     if not starts:
         return None
     first, votes = starts.most_common(1)[0]
-    if votes < (1 if per_line_prior is not None else 2):
+    # Half of the numbers anything was read in must agree: two misread alike (a 5 read as 3 twice) must not
+    # carry a fit over the others.
+    attempted = sum(any(ch.isdigit() for ch in label.text) for label in labels)
+    if votes < max(1 if per_line_prior is not None else 2, math.ceil(attempted / 2)):
         return None
     def agrees(label: Label) -> bool:
         expected = first + per_line * round(index[id(label)])
