@@ -132,9 +132,9 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     line = ink[max(0, row - 1):row + 2].any(axis=0)
     columns = np.flatnonzero(line)
     gaps = np.diff(columns) - 1
-    # Gaps under 0.4 text heights are the scan breaking a line, not its style: a dash's or a dot's gap is
-    # about half a capital's height or more.
-    broken = gaps[gaps <= max(2.0, 0.4 * curve.height)]
+    # Gaps under a fifth of the words' height (about 0.02 in) are the scan breaking a line, not its style: a
+    # dash's or a dot's gap is twice that or more.
+    broken = gaps[gaps <= max(2.0, 0.2 * curve.height)]
     share = float((columns.size + broken.sum()) / (columns[-1] - columns[0] + 1))
     style = "solid" if share >= 0.9 else "dashed" if share >= 0.5 else "dotted"
     return Reading(style, round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2))
