@@ -24,6 +24,7 @@ from auth_testkit import (
     free_port,
     make_key,
     new_admin_key,
+    png,
     segment_form,
     wait_live,
 )
@@ -48,7 +49,7 @@ class Endpoint:
     method: str
     path: str  # {train}, {segment}, {queued}, {checkpoint}: the owner's ids
     kind: str  # owned: another tenant gets 404; listing; submit; segment (names the owner's model); open;
-    # admin: figures across tenants, a tenant's key gets 403
+    # admin: figures across tenants, a tenant's key gets 403; plan and analyse: no tenant's data, any key
     ok: int = 200
 
     def request(self, world: World, **ids: int) -> dict[str, Any]:
@@ -61,6 +62,8 @@ class Endpoint:
             kwargs["json"] = {"config": PLAN_CONFIG, "interruptions": 1, "device_class": "L4", "probe": False}
         if self.kind == "segment":
             kwargs.update(segment_form({"calibration": CALIBRATION, "model": {"checkpoint_id": values["checkpoint"]}}))
+        if self.kind == "analyse":
+            kwargs["files"] = {"file": ("page.png", png(120, 200), "image/png")}
         return kwargs
 
 ENDPOINTS = {
@@ -89,6 +92,7 @@ ENDPOINTS = {
     "GET /metrics": Endpoint("GET", "/metrics", "admin"),
     "POST /plan": Endpoint("POST", "/plan", "plan"),
     "POST /plan/chart.svg": Endpoint("POST", "/plan/chart.svg", "plan"),
+    "POST /scans/analyse": Endpoint("POST", "/scans/analyse", "analyse"),
     "GET /": Endpoint("GET", "/", "open"),
     "GET /dashboard/{name}": Endpoint("GET", "/dashboard/app.js", "open"),
 }
@@ -169,7 +173,7 @@ def check_other_tenant(client: TestClient, endpoint: Endpoint, world: World, res
         assert response.status_code == 200 and response.json()["total"] == 0 and response.json()["items"] == []
     elif endpoint.kind == "submit":
         assert response.status_code == 202 and response.json()["tenant"] == OTHER
-    elif endpoint.kind == "plan":
+    elif endpoint.kind in ("plan", "analyse"):  # no tenant's data: every key may ask
         assert response.status_code == 200, response.text
     else:  # the owner's job or checkpoint: 404, word for word as for one that does not exist
         missing = client.request(**endpoint.request(world, train=MISSING, segment=MISSING, queued=MISSING,
@@ -194,6 +198,7 @@ def check_success(name: str, response: httpx.Response, world: World, tenant: str
         "GET /metrics": lambda: 'veernet_jobs{kind="train",status="running"} 1.0' in response.text,
         "POST /plan": lambda: body["data"]["steps_per_epoch"] > 0 and body["interruptions"]["k"] == 1,
         "POST /plan/chart.svg": lambda: response.text.lstrip().startswith("<svg"),
+        "POST /scans/analyse": lambda: body["format"] == "veernet.page-calibration/1" and body["sections"] == [],
         "GET /checkpoints": lambda: [c["id"] for c in body["items"]] == [world.checkpoint],
         "GET /checkpoints/{checkpoint_id}": lambda: body["id"] == world.checkpoint,
         "GET /checkpoints/{checkpoint_id}/download": lambda: response.content == world.checkpoint_data,
