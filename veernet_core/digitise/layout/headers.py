@@ -20,6 +20,15 @@ from veernet_core.digitise.layout.ocr import Word
 NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)$")
 NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,11}$")  # LAS mnemonics: two characters or more
 UNIT = re.compile(r"^[A-Z0-9/.%-]{1,10}$")
+# Units printed on log headers (LAS and vendor spellings). A reading outside the list is left empty for the
+# person to fill in, never replaced by the nearest entry: "APT" is not a unit, and guessing API would be a
+# guess.
+KNOWN_UNITS = frozenset((
+    "API", "GAPI", "MV", "V", "OHMM", "OHM-M", "OHM.M", "OHMS", "MMHO", "MMHOS", "MS/M", "IN", "MM", "CM", "FT",
+    "M", "G/C3", "G/CC", "G/CM3", "K/M3", "KG/M3", "V/V", "PU", "%", "DEC", "FRAC", "US/F", "US/FT", "USEC/FT",
+    "US/M", "B/E", "BARN/E", "CU", "DEGF", "DEGC", "DEG", "LB/F", "PSI", "KPA", "MPA", "PPM", "CPS", "CPM", "MR/H",
+    "UR/H", "PERCENT",
+))
 MIN_CONFIDENCE = 0.6
 
 
@@ -80,7 +89,8 @@ def _curve(line: list[Word], box: TextBox) -> CurveHeader | None:
     name, _, glued = mnemonic.text.partition("(")  # "GR(API)": Tesseract may keep the unit on the name
     unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
     unit_text = (glued if glued else unit.text[1:] if unit else "").rstrip(")")
-    unit_reading = Reading(unit_text, (unit or mnemonic).confidence) if UNIT.match(unit_text) else Reading(None, 0.0)
+    known = UNIT.match(unit_text) and unit_text in KNOWN_UNITS
+    unit_reading = Reading(unit_text, (unit or mnemonic).confidence) if known else Reading(None, 0.0)
     row = box.top + float(np.mean([w.top + w.height / 2 for w in line]))
     return CurveHeader(Reading(name, mnemonic.confidence), unit_reading, _number(left), _number(right),
                        Reading(None, 0.0), row, float(np.median([w.height for w in line])))
