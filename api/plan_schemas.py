@@ -34,7 +34,7 @@ class PlanBody(BaseModel):
     window_hours: float = Field(12.0, gt=0, le=24 * 31, description="The window the run must finish in")
     interruptions: float | None = Field(None, ge=0, le=1000, description=(
         "k expected interruptions. Omitted: failure_rate_per_hour x compute time, else the class's measured rate"))
-    failure_rate_per_hour: float | None = Field(None, ge=0, le=100)
+    failure_rate_per_hour: float | None = Field(None, ge=0, le=100, strict=True)  # true is no rate
     utilisation: float = Field(0.5, ge=0.01, le=1, description="Share of a month's hours the rented box does paid "
                                "work: hourly rate = monthly rent / (730.5 h x utilisation); at least 1 %")
     tiers: list[TierIn] = Field(default_factory=list, max_length=10, description=(
