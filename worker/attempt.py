@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
@@ -27,7 +27,9 @@ from api.logs import bind_attempt, bind_job
 from api.models import Checkpoint, Job
 from api.queue import send_job_id
 from api.settings import Settings
-from veernet_core.checkpoint import CheckpointRef
+
+if TYPE_CHECKING:  # veernet_core imports torch: a duplicate delivery costs one query, not a torch import
+    from veernet_core.checkpoint import CheckpointRef
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -165,6 +167,8 @@ class CheckpointRegistry:
 
 
 def to_ref(row: Checkpoint) -> CheckpointRef:
+    from veernet_core.checkpoint import CheckpointRef
+
     return CheckpointRef(key=row.storage_key, epoch=row.epoch, step=row.step, size=row.size,
                          sha256=row.sha256, metrics=dict(row.metrics or {}), is_best=row.is_best,
                          global_step=row.global_step)
