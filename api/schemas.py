@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.models import Checkpoint, Job, JobEvent
 from veernet_core.config import CHOICES, RANGES, DataConfig, ModelConfig, TrainConfig, allowed_range
 from veernet_core.reference import config_descriptions
+from veernet_core.synth_factors import EXCLUDABLE
 
 
 def config_schema(cls: type, prefix: str, bounds: dict[str, tuple[float, str]]) -> dict[str, Any]:
@@ -35,6 +36,8 @@ _FIELD_TYPES: dict[str, dict[str, Any]] = {
     # model.widths: the stem and five stride-2 stages
     "tuple[int, ...]": {"type": "array", "items": {"type": "integer", "minimum": 4, "maximum": 1024},
                         "minItems": 6, "maxItems": 6},
+    # data.exclude: synthetic factor levels never generated
+    "tuple[str, ...]": {"type": "array", "items": {"type": "string", "enum": list(EXCLUDABLE)}},
 }
 
 

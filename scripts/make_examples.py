@@ -22,7 +22,7 @@ from veernet_core.synth import CurveTruth, SynthLog, generate  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SEED, SCALE = 2026, 0.1
-SYNTHETIC_INDEX, TRACK_INDEX = 9, 7
+SYNTHETIC_INDEX, TRACK_INDEX = 54, 333
 TRACK_COLUMNS = (150, 750)  # the crop of the track example
 TICKS = (20, 580)  # columns of the crop whose depths are read off as ticks
 ANCHOR_COLUMN = 100  # column of the crop where SP's value is read off as an anchor
@@ -38,19 +38,14 @@ def _png(pixels: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def _wrap(curve: CurveTruth) -> str:
-    if curve.backup_scale is None:
-        return "none"
-    return "right" if curve.backup_scale.left == curve.scale.right else "left"
-
-
 def _curve_lines(curve: CurveTruth, indent: str, extra: list[str]) -> list[str]:
     s = curve.scale
     lines = [f"- mnemonic: {s.mnemonic}", f"  unit: {s.unit}", f"  left: {s.left:g}", f"  right: {s.right:g}"]
     lines += ["  log: true"] if s.log else []
-    wrap = _wrap(curve)
-    lines += [f"  wrap: {wrap}          # its backup scale: one track width past `{wrap}`"] if wrap != "none" else []
-    lines += [f"  style: {'dashed' if curve.dashed else 'solid'}       # from the log's legend", *extra]
+    wrap = curve.wrap
+    lines += [f"  wrap: {wrap}          # its backup scales: one track width past `{wrap}`"] if wrap != "none" else []
+    lines += [f"  style: {curve.style}       # from the log's legend", f"  ink: {curve.ink_class}",
+              *extra]
     return [indent + line for line in lines]
 
 

@@ -82,7 +82,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_synth(args: argparse.Namespace) -> int:
     from veernet_core.synth import write_samples
 
-    paths = write_samples(Path(args.out), args.n, seed=args.seed, scale=args.scale, classes=args.classes)
+    paths = write_samples(Path(args.out), args.n, seed=args.seed, scale=args.scale, classes=args.classes,
+                          exclude=tuple(args.exclude))
     print(f"wrote {len(paths)} files to {args.out}")
     return 0
 
@@ -147,7 +148,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--scale", type=float, default=1.0)
-    s.add_argument("--classes", type=int, default=3, choices=(2, 3))
+    s.add_argument("--classes", type=int, default=2, choices=(2, 3),
+                   help="2: every curve's ink is 1; 3: legacy order classes (first curve 1, the others 2)")
+    s.add_argument("--exclude", nargs="*", default=[], metavar="LEVEL",
+                   help="factor levels never drawn (see veernet_core/synth_factors.py EXCLUDABLE), e.g. dotted bilevel")
     s.set_defaults(run=cmd_synth)
     d = sub.add_parser("digitise", help="digitise a scanned log into JSON, CSV, LAS 2.0, a mask and an overlay")
     d.add_argument("scan", help="PNG, TIFF or JPEG scan; depth along the width")

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from veernet_core.synth_factors import exclusion_errors
+
 Caps = Mapping[str, tuple[float, str]]  # {dotted field: (a tighter maximum, the name of what sets it)}
 
 
@@ -53,10 +55,13 @@ class DataConfig:
     kind: str = "synth"  # "synth": generated logs; "manifest": user-labelled image/mask pairs
     dataset_size: int = 15_000  # the engagement's multiclass set; 2,000 for the binary one
     scale: float = 1.0  # shrinks every synthetic log; 1.0 = 3,200-12,800 x 480-640 px
-    classes: int = 3  # 2 = binary (curve vs background), 3 = background + two curves
+    classes: int = 3  # 2 = binary (every curve's ink vs background); 3 = legacy order classes (synth.py)
     seed: int = 0  # data identity: the same seed gives the same logs and the same split
     val_fraction: float = 0.2  # the engagement's 80/20 split
     manifest_url: str = ""  # local folder or s3://bucket/prefix holding manifest.json (kind="manifest")
+    # Synthetic factor levels never generated (synth_factors.EXCLUDABLE), e.g. ("dotted",): a
+    # leave-one-out model, to measure how a model does on a kind of paper it never saw.
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["model"]["widths"] = list(self.model.widths)
+        data["data"]["exclude"] = list(self.data.exclude)
         return data
 
     @classmethod
@@ -185,6 +191,7 @@ def validate(config: TrainConfig, caps: Caps | None = None) -> dict[str, str]:
         errors["model.num_classes"] = f"must equal data.classes ({config.data.classes})"
     if config.data.kind == "manifest" and not config.data.manifest_url:
         errors["data.manifest_url"] = "is required when data.kind is 'manifest'"
+    errors.update(_exclude_errors(config.data))
     if errors.keys() & {"effective_batch", "data.dataset_size", "data.val_fraction"}:
         return errors  # the rule below needs all three valid (an out-of-range fraction may not even round)
     n_train = config.data.dataset_size - round(config.data.dataset_size * config.data.val_fraction)
@@ -193,6 +200,15 @@ def validate(config: TrainConfig, caps: Caps | None = None) -> dict[str, str]:
             f"leaves {n_train} training images, fewer than effective_batch ({config.effective_batch})"
         )
     return errors
+
+
+def _exclude_errors(data: DataConfig) -> dict[str, str]:
+    if not data.exclude:
+        return {}
+    if data.kind != "synth":
+        return {"data.exclude": "applies to synthetic data only (data.kind 'synth'); leave it empty"}
+    problems = exclusion_errors(data.exclude)
+    return {"data.exclude": "; ".join(problems)} if problems else {}
 
 
 def _get(config: TrainConfig, dotted: str) -> Any:
@@ -242,6 +258,8 @@ def _coerce(type_name: Any, value: Any) -> Any:
         return float(value) if isinstance(value, int | float) and value == value else _BAD
     if name == "str":
         return value if isinstance(value, str) else _BAD
+    if name == "tuple[str, ...]":
+        return tuple(value) if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value) else _BAD
     if name.startswith("tuple"):
         if isinstance(value, list | tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             return tuple(value)

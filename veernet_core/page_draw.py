@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
-from veernet_core.synth_draw import curve_fraction
+from veernet_core.synth_curves import curve_fraction
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 FONTS = ("DejaVuSans.ttf", "DejaVuSerif.ttf", "DejaVuSansMono.ttf", "DejaVuSansCondensed.ttf",
@@ -187,7 +187,7 @@ def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, 
     fractions = []
     for track in section.tracks:
         for curve in track.curves:
-            f = curve_fraction(rng, rows.size, spec.dpi / 300, 0)
+            f = curve_fraction(rng, rows.size, spec.dpi / 300, "none")
             x = track.left + f * (track.right - track.left)
             on, off = _dash(curve.style, spec.dpi)
             inked = (np.arange(rows.size) % (on + off)) < on if off else np.ones(rows.size, dtype=bool)

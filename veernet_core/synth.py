@@ -1,24 +1,35 @@
 """Synthetic scanned well logs with exact ground truth, generated lazily and deterministically.
 
-A log is a pure function of (seed, index, scale, classes): the same arguments give byte-identical
-arrays in any process, and no global RNG is touched. `classes` only changes the mask's labels, never
-the drawing. Pixel (r, c) has its centre at row r, column c. A curve's `row` is the exact centre of
-its drawn stroke in that column, and the mask is the stroke's footprint: the pixels whose centre
-lies in the stroke's vertical span, so the centroid of a column's mask pixels is within half a pixel
-of `row`. The skew is a horizontal shear of the page about the track's centre row; it moves columns,
-never rows, so `row` maps to a value through the track rows alone (see `SynthLog.depth_at`).
+A log is a pure function of (seed, index, scale, classes, exclude): the same arguments give
+byte-identical arrays in any process, and no global RNG is touched. `classes` only changes the mask's
+labels, never the drawing. Pixel (r, c) has its centre at row r, column c. A curve's `row` is the exact
+centre of its drawn stroke in that column, and the mask is the stroke's footprint: the pixels whose
+centre lies in the stroke's vertical span, so the centroid of a column's mask pixels is within half a
+pixel of `row`. The skew is a horizontal shear of the page about the track's centre row; it moves
+columns, never rows, so `row` maps to a value through the track rows alone (see `SynthLog.depth_at`).
 
-Each curve class has its own line style, as on paper logs, where the header says which style is
-which curve: the first curve (mask class 1) is always solid, the second (class 2) always dashed with
-a fixed period (`synth_draw.dash_period`). Its gaps are bare paper, so they are background in the
-mask, while its truth (`values`, `row`) runs on through them; `inked` says where ink is.
+Nothing on a real log ties a curve's identity to its drawing order or to one line style, so nothing
+here does either (`veernet_core.synth_factors` draws every factor per log): any curve in any style
+(solid, dashed, dotted, dash-dot, each pen with its own period), ink from black to light gray, strokes
+of 1 to 4 px, 1 to 4 curves per track crossing freely, two solid curves told apart by ink alone or by
+nothing, backup scales past either edge or both, curves that stop and start again, linear and log
+grids, depth numbers inside the track, low-resolution prints, 1-bit scans, JPEG, stains and skew up to
+a degree. The truth records per curve its style, ink and wrap sides (what a header says, so a digitiser
+can name the curves it traces) and per log its factors (`SynthLog.factors`), so an evaluation can
+group by them. A broken style's gaps are bare paper, so they are background in the mask, while its
+truth (`values`, `row`) runs on through them; `inked` says where ink is.
+
+Masks: `classes=2` (what VeerNet trains on) marks every curve's ink 1. `classes=3` is the legacy
+labelling by order, kept so that configs and checkpoints of the old multiclass model still validate
+and run: the first curve of the calibration 1, every later one 2. On these pages nothing tells the
+first curve from the others, so a model trained on it learns an arbitrary split; name curves from the
+calibration's hints instead.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,156 +38,26 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset
 
+from veernet_core import synth_curves as shapes
 from veernet_core import synth_draw as draw
+from veernet_core import synth_factors as factors
+from veernet_core import synth_scan as scan
 from veernet_core.data import MIN_SIDE
+from veernet_core.synth_factors import CurveLook, PageFactors
+from veernet_core.synth_truth import (
+    CurveTruth,
+    DepthCalibration,
+    SynthLog,
+    TrackScale,
+    pair_factors,
+    wrap_sides,
+)
+
+__all__ = ["CATALOGUE", "HEIGHT_RANGE", "WIDTH_RANGE", "CurveTruth", "DepthCalibration", "SynthDataset",
+           "SynthLog", "TrackScale", "generate", "log_size", "write_samples"]
 
 WIDTH_RANGE = (3200, 12800)
 HEIGHT_RANGE = (480, 640)
-MAX_SKEW_DEGREES = 0.5
-
-
-@dataclass(frozen=True)
-class TrackScale:
-    """How a curve's value maps across the track: `left` at the track's top row, `right` at its bottom."""
-
-    left: float
-    right: float
-    log: bool  # log10 interpolation between left and right
-    mnemonic: str
-    unit: str
-
-    def _ends(self) -> tuple[float, float]:
-        return (math.log10(self.left), math.log10(self.right)) if self.log else (self.left, self.right)
-
-    def to_fraction(self, value: np.ndarray) -> np.ndarray:
-        """Value -> position across the track (0 top, 1 bottom); values off the scale fall outside 0..1."""
-        v = np.asarray(value, dtype=np.float64)
-        if self.log:
-            positive = v > 0
-            v = np.where(positive, np.log10(np.where(positive, v, 1.0)), np.nan)
-        a, b = self._ends()
-        return (v - a) / (b - a)
-
-    def to_value(self, fraction: np.ndarray) -> np.ndarray:
-        a, b = self._ends()
-        x = a + np.asarray(fraction, dtype=np.float64) * (b - a)
-        return np.power(10.0, x) if self.log else x
-
-    def backup(self, direction: int) -> TrackScale:
-        """The scale one track width further on: past `right` for direction +1, past `left` for -1."""
-        a, b = self._ends()
-        far = b + (b - a) if direction > 0 else a - (b - a)
-        far_value = 10.0**far if self.log else far
-        left, right = (self.right, far_value) if direction > 0 else (far_value, self.left)
-        return TrackScale(left, right, self.log, self.mnemonic, self.unit)
-
-
-@dataclass(frozen=True)
-class DepthCalibration:
-    """Depth at column 0 (`top`) and at the last column (`bottom`); depth runs along the width."""
-
-    top: float
-    bottom: float
-    unit: str
-
-    def depth_of_column(self, col: np.ndarray, width: int) -> np.ndarray:
-        if width < 2:
-            raise ValueError(f"depth calibration needs an image at least 2 columns wide, got {width}")
-        return self.top + np.asarray(col, dtype=np.float64) * (self.bottom - self.top) / (width - 1)
-
-
-@dataclass
-class CurveTruth:
-    name: str
-    mnemonic: str
-    scale: TrackScale
-    values: np.ndarray  # float64 per column, NaN where the curve is absent (dashed gaps keep their values)
-    row: np.ndarray  # float64 centre row of the drawn stroke per column, NaN where absent
-    wrapped: np.ndarray  # bool per column: drawn on backup_scale there
-    backup_scale: TrackScale | None  # None when the curve never wraps
-    dashed: bool
-    stroke_px: int
-    inked: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))  # bool per column: ink drawn
-
-    def __post_init__(self) -> None:
-        if self.inked.size == 0:
-            self.inked = np.isfinite(self.values)
-
-
-@dataclass
-class SynthLog:
-    image: np.ndarray  # uint8 (H, W), dark ink on light paper
-    mask: np.ndarray  # uint8 (H, W): class of the curve whose stroke covers the pixel, 0 background
-    curves: list[CurveTruth]
-    depth: DepthCalibration
-    track: tuple[int, int]  # rows of the top and bottom track borders: fraction 0 and 1 of every scale
-    seed: int
-    index: int
-    classes: int = 3
-    shear: float = 0.0  # page skew: paper column = image column - shear * (row - track centre row)
-
-    def curve_class(self, position: int) -> int:
-        """Mask class of curves[position]: 1 for every curve in the binary kind, 1 + position otherwise."""
-        return 1 if self.classes == 2 else position + 1
-
-    def depth_at(self, col: np.ndarray, row: np.ndarray) -> np.ndarray:
-        """Depth of image points, undoing the skew (exact on the track's centre row for any `row`)."""
-        pivot = (self.track[0] + self.track[1]) / 2
-        paper_col = np.asarray(col, dtype=np.float64) - self.shear * (np.asarray(row, np.float64) - pivot)
-        return self.depth.depth_of_column(paper_col, self.image.shape[1])
-
-    def calibration(self) -> dict[str, Any]:
-        """What a person would read off this log, in the form POST /segment and
-        `veernet_core.digitise.calibration.Calibration.from_dict` take: depth ends, track borders, curve scales
-        (with the side of the backup scale where the curve wraps), one output sample per column."""
-        width = self.image.shape[1]
-        curves = []
-        for curve in self.curves:
-            wrap = 0
-            if curve.backup_scale is not None:
-                wrap = 1 if curve.backup_scale.left == curve.scale.right else -1
-            s = curve.scale
-            curves.append({"mnemonic": s.mnemonic, "unit": s.unit, "left": s.left, "right": s.right,
-                           "log": s.log, "wrap": wrap})
-        step = (self.depth.bottom - self.depth.top) / (width - 1)
-        return {"depth": {"top": self.depth.top, "bottom": self.depth.bottom, "unit": self.depth.unit},
-                "curves": curves, "track_top": float(self.track[0]), "track_bottom": float(self.track[1]),
-                "step": step}
-
-    def truth_json(self) -> dict[str, Any]:
-        """Ground truth as plain JSON types; NaN becomes None."""
-        height, width = self.image.shape
-        return {
-            "seed": self.seed,
-            "index": self.index,
-            "height": height,
-            "width": width,
-            "classes": self.classes,
-            "track": list(self.track),
-            "shear": self.shear,
-            "depth": asdict(self.depth),
-            "curves": [_curve_json(c, self.curve_class(k)) for k, c in enumerate(self.curves)],
-        }
-
-
-def _curve_json(curve: CurveTruth, mask_class: int) -> dict[str, Any]:
-    return {
-        "name": curve.name,
-        "mnemonic": curve.mnemonic,
-        "class": mask_class,
-        "scale": asdict(curve.scale),
-        "backup_scale": None if curve.backup_scale is None else asdict(curve.backup_scale),
-        "dashed": curve.dashed,
-        "stroke_px": curve.stroke_px,
-        "values": _json_floats(curve.values),
-        "row": _json_floats(curve.row),
-        "wrapped": curve.wrapped.tolist(),
-        "inked": curve.inked.tolist(),
-    }
-
-
-def _json_floats(a: np.ndarray) -> list[float | None]:
-    return [x if math.isfinite(x) else None for x in a.astype(np.float64).tolist()]
 
 
 # Curve types seen on paper logs, with their usual track scales.
@@ -202,7 +83,8 @@ def _check_arguments(seed: int, index: int, scale: float) -> None:
 
 def _check_classes(classes: int) -> None:
     if classes not in (2, 3):
-        raise ValueError(f"classes must be 2 (binary: curve vs background) or 3 (two curves), got {classes}")
+        raise ValueError(f"classes must be 2 (binary: every curve's ink vs background) or 3 (legacy order "
+                         f"classes: the first curve vs the later ones), got {classes}")
 
 
 def log_size(seed: int, index: int, scale: float = 1.0) -> tuple[int, int]:
@@ -215,91 +97,121 @@ def log_size(seed: int, index: int, scale: float = 1.0) -> tuple[int, int]:
     return max(MIN_SIDE, round(height * scale)), max(MIN_SIDE, round(width * scale))
 
 
-def generate(seed: int, index: int, scale: float = 1.0, classes: int = 3) -> SynthLog:
-    """Render log `index` of the synthetic set `seed` with its ground truth."""
+def generate(seed: int, index: int, scale: float = 1.0, classes: int = 2, exclude: tuple[str, ...] = ()) -> SynthLog:
+    """Render log `index` of the synthetic set `seed` with its ground truth; no factor level named in
+    `exclude` (see `synth_factors.EXCLUDABLE`) is drawn."""
     _check_classes(classes)
+    excluded = factors.check_exclude(exclude)
     height, width = log_size(seed, index, scale)
     rng = np.random.default_rng([seed, index, 1])
-    lay = draw.layout(rng, height, width, scale)
-    depth = _depth_calibration(rng, width, scale)
-    picks = rng.choice(len(CATALOGUE), size=2 if rng.random() < 0.7 else 1, replace=False)
-    grid_scale = CATALOGUE[int(picks[0])][1]
+    page = factors.page_factors(rng, excluded)
+    lay = draw.layout(rng, height, width)
+    depth = _depth_calibration(rng, width, scale * page.low_res)
+    looks = factors.curve_looks(rng, page.curves, excluded)
+    picks = rng.choice(len(CATALOGUE), size=len(looks), replace=False).tolist()
+    grid_scale = CATALOGUE[picks[0]][1]
     divisions = draw.division_fractions(rng, grid_scale.left, grid_scale.right, grid_scale.log)
-    shear = float(rng.uniform(-1.0, 1.0) * math.tan(math.radians(MAX_SKEW_DEGREES)))
-    page = draw.furniture(rng, lay, (depth.top, depth.bottom), divisions, scale)
-    darkness = draw.shear_rows(page, shear, (lay.track_top + lay.track_bottom) / 2)
-    curve_ink = np.zeros((height, width), np.float32)
+    shear = math.tan(math.radians(page.skew_degrees))
+    furniture = draw.furniture(rng, lay, (depth.top, depth.bottom), divisions, scale, page.labels_in_track)
+    grid_absorbance = np.float32(scan.absorbance(rng.uniform(10, 60)))
+    transmit = 1 - draw.shear_rows(furniture, shear, (lay.track_top + lay.track_bottom) / 2) * grid_absorbance
     mask = np.zeros((height, width), np.uint8)
     curves: list[CurveTruth] = []
-    for position, pick in enumerate(picks.tolist()):
+    for position, (pick, look) in enumerate(zip(picks, looks, strict=True)):
         name, track_scale = CATALOGUE[pick]
-        curve, half = _curve(rng, name, track_scale, lay, scale, dashed=position == 1)
+        curve, half = _curve(rng, name, track_scale, lay, (scale, page.low_res), look)
         lo, hi = (np.where(curve.inked, curve.row + sign * half, np.nan) for sign in (-1, 1))
         coverage, footprint = draw.stroke(lo, hi, height)
-        fade = draw.smooth_series(rng, width, rng.uniform(300, 1500) * scale, 0.5, 1.0)
-        np.maximum(curve_ink, coverage * (fade * rng.uniform(0.75, 1.0)).astype(np.float32), out=curve_ink)
-        mask[footprint] = 1 if classes == 2 else position + 1  # a later curve wins where strokes overlap
+        transmit *= 1 - _ink_layer(rng, curve, (coverage, footprint), page.bilevel != "none", scale)
+        mask[footprint] = 1 if classes == 2 else min(position + 1, classes - 1)  # a later curve wins overlaps
         curves.append(curve)
-    darkness = 1 - (1 - darkness) * (1 - curve_ink)
-    image = draw.finish(rng, draw.paper(rng, height, width), darkness)
+    tone = scan.paper(rng, height, width)
+    scan.stain(rng, tone, page.stains)
+    image = scan.finish(rng, tone, transmit, page.bilevel)
+    if page.jpeg_quality:
+        image = scan.jpeg(image, page.jpeg_quality)
     track = (lay.track_top, lay.track_bottom)
-    return SynthLog(image, mask, curves, depth, track, seed, index, classes, shear)
+    facts = _factors(page, curves, "log" if grid_scale.log else "linear")
+    return SynthLog(image, mask, curves, depth, track, seed, index, classes, shear, facts)
 
 
-def _depth_calibration(rng: np.random.Generator, width: int, scale: float) -> DepthCalibration:
-    # 12-60 px per metre spans 1:1000 to 1:200 print scales scanned at about 300 dpi.
+def _ink_layer(rng: np.random.Generator, curve: CurveTruth, stroke: tuple[np.ndarray, np.ndarray],
+               hard_edged: bool, scale: float) -> np.ndarray:
+    """The absorbance of one curve's stroke per pixel: its ink, fading a little along the line, on the
+    stroke's anti-aliased coverage, or on its footprint for a 1-bit scan (a hard pen, so that the
+    threshold keeps the mask's pixels and only those)."""
+    coverage, footprint = stroke
+    if hard_edged:
+        coverage = footprint.astype(np.float32)
+    fade = shapes.smooth_series(rng, curve.row.size, rng.uniform(300, 1500) * scale, 0.85, 1.0)
+    return coverage * (fade * scan.absorbance(curve.ink)).astype(np.float32)
+
+
+def _factors(page: PageFactors, curves: list[CurveTruth], grid: str) -> dict[str, Any]:
+    """The log's factors as JSON types: a flag per level an evaluation groups by, and its setting."""
+    return {"bilevel": page.bilevel != "none", "bilevel_mode": page.bilevel,
+            "jpeg": page.jpeg_quality > 0, "jpeg_quality": page.jpeg_quality,
+            "low_res": page.low_res < 1.0, "depth_detail": page.low_res,
+            "stains": page.stains > 0, "stain_count": page.stains,
+            "skew": abs(page.skew_degrees) >= 0.5, "skew_degrees": page.skew_degrees,
+            "labels_in_track": page.labels_in_track, "grid": grid, **pair_factors(curves)}
+
+
+def _depth_calibration(rng: np.random.Generator, width: int, detail: float) -> DepthCalibration:
+    # 12-60 px per metre spans 1:1000 to 1:200 print scales scanned at about 300 dpi; `detail` below the
+    # scale is a low-resolution print.
     unit = "m" if rng.random() < 0.6 else "ft"
-    px_per_unit = rng.uniform(12, 60) * scale / (1.0 if unit == "m" else 3.2808)
+    px_per_unit = rng.uniform(12, 60) * detail / (1.0 if unit == "m" else 3.2808)
     top = float(round(rng.uniform(50, 3000 if unit == "m" else 10000), -1))
     return DepthCalibration(top, top + (width - 1) / px_per_unit, unit)
 
 
 def _curve(
-    rng: np.random.Generator, name: str, scale: TrackScale, lay: draw.Layout, px_scale: float, dashed: bool
+    rng: np.random.Generator, name: str, scale: TrackScale, lay: draw.Layout, px: tuple[float, float],
+    look: CurveLook,
 ) -> tuple[CurveTruth, np.ndarray]:
-    """One curve's truth and its stroke's half height per column; `dashed`: drawn in the second
-    curve's style (see `synth_draw.dash_pattern`), else solid."""
-    stroke_px = max(1, round(int(rng.choice([1, 2, 3], p=[0.5, 0.3, 0.2])) * px_scale))
-    wrap_dir = int(rng.choice([-1, 1])) if rng.random() < 0.3 else 0
-    fraction = draw.curve_fraction(rng, lay.width, px_scale, wrap_dir)
+    """One curve's truth and its stroke's half height per column. `px`: the image scale and the print's
+    depth detail (below 1 for a low-resolution print)."""
+    px_scale, detail = px
+    fraction = shapes.curve_fraction(rng, lay.width, px_scale * detail, look.wrap)
     if rng.random() < 0.25:  # logged over part of the interval only
         absent = max(1, round(rng.uniform(0.01, 0.08) * lay.width))
         fraction[slice(None, absent) if rng.random() < 0.5 else slice(-absent, None)] = np.nan
-    inked = np.isfinite(fraction)
-    if dashed:
-        inked &= draw.dash_pattern(rng, lay.width, px_scale)
-    wrapped = np.zeros(lay.width, dtype=bool)
-    if wrap_dir:
-        wrapped = fraction > 1 if wrap_dir > 0 else fraction < 0  # NaN compares False
-    row, half = _trace(fraction, wrapped, wrap_dir, lay, stroke_px)
-    backup = scale.backup(wrap_dir) if wrapped.any() else None
+    if look.interrupted:  # the curve stops and starts again (a tool switched off, a splice)
+        start = round(rng.uniform(0.15, 0.75) * lay.width)
+        fraction[start : start + max(2, round(rng.uniform(0.03, 0.15) * lay.width))] = np.nan
+    side = np.where(fraction > 1, 1, np.where(fraction < 0, -1, 0)).astype(np.int8)  # NaN compares False
+    row, half = _trace(fraction, side, lay, look.stroke_px)
+    inked = shapes.style_ink(rng, look.style, row, px_scale)
     drawn = (row - lay.track_top) / (lay.track_bottom - lay.track_top)
     values = scale.to_value(drawn)
-    if backup is not None:
-        values = np.where(wrapped, backup.to_value(drawn), values)
-    truth = CurveTruth(name, scale.mnemonic, scale, values, row, wrapped, backup, dashed, stroke_px, inked)
+    for s in wrap_sides(look.wrap):
+        values = np.where(side == s, scale.backup(s).to_value(drawn), values)
+    truth = CurveTruth(name, scale.mnemonic, scale, values, row, side, look.wrap, look.style, look.ink,
+                       look.stroke_px, inked)
     return truth, half
 
 
 def _trace(
-    fraction: np.ndarray, wrapped: np.ndarray, wrap_dir: int, lay: draw.Layout, stroke_px: int
+    fraction: np.ndarray, side: np.ndarray, lay: draw.Layout, stroke_px: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Centre row and half height of the ink span in every column.
 
     A column's span joins its own point to halfway towards each neighbour, like a polyline, plus half
-    the stroke above and below. Across a wrap the trace instead runs to the track edge it leaves or
-    enters by. The truth is the span's centre, so it is exactly the centre of what is drawn.
+    the stroke above and below. Across a wrap (the neighbour drawn on another scale) the trace instead
+    runs to the track edge it leaves or enters by. The truth is the span's centre, so it is exactly the
+    centre of what is drawn.
     """
-    shift = np.where(wrapped, float(wrap_dir), 0.0)
+    shift = side.astype(np.float64)
     own = fraction - shift  # position on the scale the column is drawn on
     reach = [np.clip(own, 0.0, 1.0)]
     for step in (1, -1):
         neighbour = np.roll(fraction, step)
-        neighbour_wrapped = np.roll(wrapped, step)
+        neighbour_side = np.roll(side, step)
         edge = 0 if step == 1 else -1
-        neighbour[edge], neighbour_wrapped[edge] = np.nan, False
+        neighbour[edge], neighbour_side[edge] = np.nan, 0
         on_my_scale = neighbour - shift
-        toward = np.where(neighbour_wrapped == wrapped, (own + on_my_scale) / 2, on_my_scale)
+        toward = np.where(neighbour_side == side, (own + on_my_scale) / 2, on_my_scale)
         reach.append(np.where(np.isfinite(neighbour), np.clip(toward, 0.0, 1.0), own))
     rows = lay.track_top + np.stack(reach) * (lay.track_bottom - lay.track_top)
     lo, hi = rows.min(axis=0) - stroke_px / 2, rows.max(axis=0) + stroke_px / 2
@@ -307,14 +219,17 @@ def _trace(
 
 
 class SynthDataset(Dataset[dict[str, Any]]):
-    """`size` synthetic logs, each rendered on demand from (seed, index)."""
+    """`size` synthetic logs, each rendered on demand from (seed, index), none with a level in `exclude`."""
 
-    def __init__(self, size: int, scale: float = 1.0, classes: int = 3, seed: int = 0) -> None:
+    def __init__(self, size: int, scale: float = 1.0, classes: int = 2, seed: int = 0,
+                 exclude: tuple[str, ...] = ()) -> None:
         if size < 0:
             raise ValueError(f"dataset size must be non-negative, got {size}")
         _check_arguments(seed, 0, scale)
         _check_classes(classes)
+        factors.check_exclude(exclude)
         self.size, self.scale, self.classes, self.seed = size, scale, classes, seed
+        self.exclude = tuple(exclude)
         self._sizes: list[tuple[int, int]] | None = None
 
     def __len__(self) -> int:
@@ -329,20 +244,21 @@ class SynthDataset(Dataset[dict[str, Any]]):
     def __getitem__(self, i: int) -> dict[str, Any]:
         if not 0 <= i < self.size:
             raise IndexError(f"index {i} out of range for a synthetic dataset of {self.size}")
-        log = generate(self.seed, i, self.scale, self.classes)
+        log = generate(self.seed, i, self.scale, self.classes, self.exclude)
         image = torch.from_numpy(log.image).to(torch.float32).div_(255.0).unsqueeze(0)
         return {"image": image, "mask": torch.from_numpy(log.mask.astype(np.int64)), "index": i}
 
 
 def write_samples(
-    out_dir: str | Path, n: int, seed: int = 0, scale: float = 1.0, classes: int = 3
+    out_dir: str | Path, n: int, seed: int = 0, scale: float = 1.0, classes: int = 2,
+    exclude: tuple[str, ...] = (),
 ) -> list[Path]:
     """Write logs 0..n-1 as log-XXXXX.png, log-XXXXX-mask.png (class * 120 gray) and log-XXXXX.json."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for i in range(n):
-        log = generate(seed, i, scale, classes)
+        log = generate(seed, i, scale, classes, exclude)
         stem = out / f"log-{i:05d}"
         paths = (stem.with_name(f"{stem.name}.png"), stem.with_name(f"{stem.name}-mask.png"))
         Image.fromarray(log.image).save(paths[0])

@@ -1,8 +1,8 @@
-"""Drawing helpers for `veernet_core.synth`: layout, grid, depth labels, curve shapes, strokes, scan defects.
+"""Drawing helpers for `veernet_core.synth`: layout, strokes, grid, depth labels, skew.
 
 Every function draws from the caller's `numpy.random.Generator`; nothing touches a global RNG, so a
 log is a pure function of its seed. Layers are float32 "darkness" arrays in [0, 1] (0 = bare paper)
-that `finish` composes into a uint8 scan. Pixel (r, c) has its centre at row r, column c.
+that `synth_scan.finish` composes into a uint8 scan. Pixel (r, c) has its centre at row r, column c.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ class Layout:
     strip_below: bool
 
 
-def layout(rng: np.random.Generator, height: int, width: int, scale: float) -> Layout:
-    # The margins leave room for half of the thickest stroke beyond a track border.
-    edge = 2 + round(2 * scale)
+def layout(rng: np.random.Generator, height: int, width: int) -> Layout:
+    # The margins leave room for half of the thickest stroke (4 px) beyond a track border.
+    edge = 4
     label_rows = max(edge, round(height * rng.uniform(0.07, 0.12)))
     other_rows = max(edge, round(height * rng.uniform(0.015, 0.05)))
     below = bool(rng.random() < 0.5)
@@ -39,93 +39,6 @@ def layout(rng: np.random.Generator, height: int, width: int, scale: float) -> L
     bottom = height - 1 - (label_rows if below else other_rows)
     strip = (bottom + 1, height) if below else (0, top)
     return Layout(height, width, top, bottom, strip, below)
-
-
-def smooth_series(rng: np.random.Generator, n: int, knot_px: float, lo: float, hi: float) -> np.ndarray:
-    """A slowly varying series in [lo, hi]: random knots every `knot_px` columns, linearly joined."""
-    knots = max(2, math.ceil(n / max(knot_px, 1.0)) + 1)
-    return np.interp(np.arange(n), np.linspace(0, n - 1, knots), rng.uniform(lo, hi, knots))
-
-
-def box_smooth(x: np.ndarray, k: int) -> np.ndarray:
-    """Moving average over k samples with edge replication; the output has the input's length."""
-    if k <= 1:
-        return x
-    padded = np.pad(x, (k // 2, k - 1 - k // 2), mode="edge")
-    total = np.cumsum(np.concatenate(([0.0], padded)))
-    return (total[k:] - total[:-k]) / k
-
-
-def curve_fraction(rng: np.random.Generator, width: int, scale: float, wrap_dir: int) -> np.ndarray:
-    """A log-like trace as a fraction across the track per column: blocky beds on a slow trend and a
-    random walk, jitter and sharp thin-bed kicks. With wrap_dir = +1 (-1) it may run past 1 (below 0) by up
-    to one track width, where the caller draws it on the backup scale."""
-    trend = smooth_series(rng, width, rng.uniform(400, 2000) * scale, 0.2, 0.8)
-    mean_bed = max(1.0, rng.uniform(15, 120) * scale)
-    thickness = 1.0 + rng.exponential(mean_bed, int(2 * width / mean_bed) + 8)
-    bed_of = np.searchsorted(np.cumsum(thickness), np.arange(width), side="right")
-    beds = np.minimum(bed_of, thickness.size - 1)
-    levels = rng.normal(0.0, rng.uniform(0.04, 0.15), thickness.size)
-    # A random walk, high-passed so it meanders around the trend instead of drifting off the track.
-    walk = np.cumsum(rng.normal(0.0, rng.uniform(0.002, 0.008) / math.sqrt(scale), width))
-    walk -= box_smooth(walk, max(3, round(rng.uniform(200, 800) * scale)))
-    f = box_smooth(trend + levels[beds] + walk, max(1, round(rng.uniform(1, 6) * scale)))
-    f = f + box_smooth(rng.normal(0.0, rng.uniform(0.002, 0.01), width), 3)
-    _add_kicks(rng, f, scale)
-    if wrap_dir:
-        _add_excursions(rng, f, wrap_dir)
-    return _fold(f, wrap_dir)
-
-
-def _add_kicks(rng: np.random.Generator, f: np.ndarray, scale: float) -> None:
-    """Thin beds: spikes one to a few pixels wide, added in place without smoothing."""
-    count = int(rng.poisson(f.size / max(rng.uniform(80, 400) * scale, 2.0)))
-    starts = rng.integers(0, f.size, count)
-    widths = rng.integers(1, max(2, round(6 * scale)) + 1, count)
-    amplitudes = rng.uniform(0.08, 0.45, count) * rng.choice([-1.0, 1.0], count)
-    for start, kick_width, amplitude in zip(starts, widths, amplitudes, strict=True):
-        f[start : start + kick_width] += amplitude
-
-
-def _add_excursions(rng: np.random.Generator, f: np.ndarray, wrap_dir: int) -> None:
-    """Push one to three stretches past the wrap edge, so the trace wraps onto its backup scale."""
-    for _ in range(int(rng.integers(1, 4))):
-        centre = int(rng.integers(0, f.size))
-        half = max(2, round(rng.uniform(0.005, 0.04) * f.size))
-        target = 0.5 + wrap_dir * rng.uniform(0.58, 1.2)
-        t = np.arange(-half, half + 1) / half
-        window = np.clip(1.6 * (0.5 + 0.5 * np.cos(np.pi * t)), 0.0, 1.0)  # flat-topped bump
-        cols = np.arange(centre - half, centre + half + 1)
-        inside = (cols >= 0) & (cols < f.size)
-        f[cols[inside]] += (target - f[centre]) * window[inside]
-
-
-def _fold(f: np.ndarray, wrap_dir: int) -> np.ndarray:
-    """Reflect the trace back inside its allowed band: the track, plus one track width on the wrap side."""
-    lo = -0.96 if wrap_dir < 0 else 0.02
-    hi = 1.96 if wrap_dir > 0 else 0.98
-    f = np.where(f < lo, 2 * lo - f, f)
-    f = np.where(f > hi, 2 * hi - f, f)
-    return np.clip(f, lo, hi)
-
-
-# The second curve's line style: short dashes and short gaps at a fixed period (at full scale
-# about 2.5 mm of ink and 1.3 mm of paper at 300 dpi), so a network can tell it from the solid first
-# curve within a few columns, and a tracer bridges every gap.
-DASH_ON_PX = 30
-DASH_OFF_PX = 15
-
-
-def dash_period(scale: float) -> tuple[int, int]:
-    """(ink, gap) columns of one dash period at this scale: at least two of ink and one of paper."""
-    return max(2, round(DASH_ON_PX * scale)), max(1, round(DASH_OFF_PX * scale))
-
-
-def dash_pattern(rng: np.random.Generator, width: int, scale: float) -> np.ndarray:
-    """True where a dashed curve has ink: `dash_period(scale)` repeated from a random phase."""
-    on, off = dash_period(scale)
-    phase = int(rng.integers(0, on + off))
-    return (np.arange(width) + phase) % (on + off) < on
 
 
 def stroke(lo: np.ndarray, hi: np.ndarray, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -146,18 +59,26 @@ def stroke(lo: np.ndarray, hi: np.ndarray, height: int) -> tuple[np.ndarray, np.
 def division_fractions(
     rng: np.random.Generator, left: float, right: float, log: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Fractions across the track of the minor and major division lines for a track scale."""
+    """Fractions across the track of the minor and major division lines for a track scale: a linear
+    grid of 4 to 10 divisions (a heavier middle line on 10), or a log grid of 1 to 9 lines per decade
+    (the decade lines heavier)."""
     if log:
         a, b = math.log10(left), math.log10(right)
         decades = np.arange(math.floor(min(a, b)), math.ceil(max(a, b)) + 1, dtype=np.float64)
-        minor = (decades[:, None] + np.log10(np.arange(2, 10))[None, :]).ravel()
+        per_decade = int(rng.integers(1, 10))  # counting the decade line itself
+        multiples = np.array(sorted(LOG_GRID_ORDER[: per_decade - 1]), dtype=np.float64)
+        minor = (decades[:, None] + np.log10(multiples)[None, :]).ravel()
         minor_f, major_f = (minor - a) / (b - a), (decades - a) / (b - a)
     else:
-        n = int(rng.choice([4, 5, 10]))
+        n = int(rng.integers(4, 11))
         minor_f = np.arange(1, n) / n
         major_f = np.array([0.5]) if n == 10 else np.empty(0)
     inside = [f[(f > 0.005) & (f < 0.995)] for f in (minor_f, major_f)]
     return inside[0], inside[1]
+
+
+# Which lines a log grid keeps first as it thins out: the 5, then the 2, then the rest.
+LOG_GRID_ORDER = (5, 2, 3, 4, 6, 7, 8, 9)
 
 
 def furniture(
@@ -166,8 +87,10 @@ def furniture(
     depth_span: tuple[float, float],
     divisions: tuple[np.ndarray, np.ndarray],
     scale: float,
+    labels_in_track: bool,
 ) -> np.ndarray:
-    """Grid, track borders, depth ticks and labels, unskewed, as a darkness layer."""
+    """Grid, track borders, depth ticks and labels (in the strip, and inside the track when
+    `labels_in_track`), unskewed, as a darkness layer."""
     layer = np.zeros((lay.height, lay.width), np.float32)
     minor_dark, major_dark = rng.uniform(0.12, 0.3), rng.uniform(0.3, 0.55)
     cols, is_major, depths = _depth_lines(rng, lay.width, depth_span, scale)
@@ -181,6 +104,8 @@ def furniture(
     border = max(1, round(rng.uniform(1, 2.5) * scale))
     layer[t : t + border, :] = layer[b - border + 1 : b + 1, :] = rng.uniform(0.6, 0.9)
     _depth_labels(rng, layer, lay, cols[is_major], depths[is_major])
+    if labels_in_track:
+        _labels_in_track(rng, layer, lay, cols[is_major], depths[is_major])
     return layer
 
 
@@ -230,6 +155,26 @@ def _depth_labels(
     np.maximum(band, np.asarray(canvas, np.float32) * np.float32(ink / 255), out=band)
 
 
+def _labels_in_track(
+    rng: np.random.Generator, layer: np.ndarray, lay: Layout, cols: np.ndarray, depths: np.ndarray
+) -> None:
+    """Depth numbers printed across the track itself at the major depth lines, as some logs repeat them."""
+    rows = lay.track_bottom - lay.track_top
+    size = max(6, round(rows * rng.uniform(0.15, 0.3)))
+    if cols.size == 0 or size >= rows:
+        return
+    font = _font(size)
+    every = max(1, math.ceil(2 * font.getlength("00000") / max(float(np.median(np.diff(cols))), 1.0))
+                if cols.size > 1 else 1)
+    canvas = Image.new("L", (lay.width, rows), 0)
+    pen = ImageDraw.Draw(canvas)
+    centre = rng.uniform(0.2, 0.8) * rows
+    for col, depth in zip(cols[::every].tolist(), depths[::every].tolist(), strict=True):
+        pen.text((col + 2, centre), format(round(depth, 3), "g"), fill=255, font=font, anchor="lm")
+    band = layer[lay.track_top : lay.track_bottom]
+    np.maximum(band, np.asarray(canvas, np.float32) * np.float32(rng.uniform(0.5, 0.9) / 255), out=band)
+
+
 def shear_rows(layer: np.ndarray, shear: float, pivot: float) -> np.ndarray:
     """Skew the page: row y moves shear * (y - pivot) columns to the right, with linear interpolation."""
     cols = np.arange(layer.shape[1], dtype=np.float64)
@@ -237,33 +182,3 @@ def shear_rows(layer: np.ndarray, shear: float, pivot: float) -> np.ndarray:
     for y in range(layer.shape[0]):
         out[y] = np.interp(cols - shear * (y - pivot), cols, layer[y])
     return out
-
-
-def paper(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
-    """Off-white paper whose tone drifts slowly across the sheet."""
-    coarse = rng.normal(0.0, rng.uniform(2, 8), (4, max(2, width // 800))).astype(np.float32)
-    drift = Image.fromarray(coarse).resize((width, height), Image.Resampling.BILINEAR)
-    return np.float32(rng.uniform(200, 242)) + np.asarray(drift, np.float32)
-
-
-def blur(image: np.ndarray, a: float) -> np.ndarray:
-    """Separable 3-tap blur [a, 1 - 2a, a] along both axes, edges replicated."""
-    for axis in (0, 1):
-        padded = np.pad(image, [(1, 1) if ax == axis else (0, 0) for ax in (0, 1)], mode="edge")
-        lead = padded[:-2] if axis == 0 else padded[:, :-2]
-        trail = padded[2:] if axis == 0 else padded[:, 2:]
-        image = np.float32(1 - 2 * a) * image + np.float32(a) * (lead + trail)
-    return image
-
-
-def finish(rng: np.random.Generator, paper_tone: np.ndarray, darkness: np.ndarray) -> np.ndarray:
-    """Ink the page, then scan it: dust specks, blur and sensor noise; returns uint8."""
-    height, width = darkness.shape
-    specks = int(rng.poisson(height * width / 50000))
-    ys, xs = rng.integers(0, height, specks), rng.integers(0, width, specks)
-    darkness[ys, xs] = np.maximum(darkness[ys, xs], rng.uniform(0.2, 0.7, specks).astype(np.float32))
-    ink_level = np.float32(rng.uniform(10, 60))
-    image = paper_tone - darkness * (paper_tone - ink_level)
-    image = blur(image, rng.uniform(0.04, 0.2))
-    image += rng.standard_normal((height, width), dtype=np.float32) * np.float32(rng.uniform(1.5, 6))
-    return np.clip(np.rint(image), 0, 255).astype(np.uint8)

@@ -58,7 +58,8 @@ def build_dataset(config: TrainConfig, s3_client: Any = None) -> Dataset[dict[st
         from veernet_core.manifest import ManifestDataset
         return ManifestDataset(data.manifest_url, s3_client=s3_client, classes=data.classes)
     from veernet_core.synth import SynthDataset
-    return SynthDataset(data.dataset_size, scale=data.scale, classes=data.classes, seed=data.seed)
+    return SynthDataset(data.dataset_size, scale=data.scale, classes=data.classes, seed=data.seed,
+                        exclude=data.exclude)
 
 
 class _SigtermFlag:

@@ -34,4 +34,6 @@ def test_the_example_calibrations_are_accepted_with_their_scans(client: TestClie
                                data={"options": json.dumps(options)})
         assert response.status_code == 202, response.text
         kept = response.json()["config"]["calibration"]["curves"]
-        assert [c["style"] for c in kept] == ["solid", "dashed"]
+        written = options["calibration"]["curves"]
+        assert [(c["style"], c["ink"]) for c in kept] == [(c["style"], c["ink"]) for c in written], (
+            "the hints are kept as written")

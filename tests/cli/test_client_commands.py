@@ -313,7 +313,7 @@ def synthetic_scan(folder: Path) -> tuple[Path, Path, Any]:
     """A one-curve synthetic log as a PNG scan, and its calibration as a YAML file."""
     # One curve: two curves drawn alike still swap identity at crossings (issue 5's open accuracy work).
     log = next(g for g in (generate(seed=90_210, index=i, scale=0.12, classes=3) for i in range(50))
-               if len(g.curves) == 1)
+               if len(g.curves) == 1 and g.curves[0].style == "solid")
     buffer = io.BytesIO()
     Image.fromarray(log.image).save(buffer, format="PNG")
     scan, calibration = folder / "scan.png", folder / "calibration.yaml"

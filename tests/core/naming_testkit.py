@@ -1,7 +1,7 @@
 """Rendered logs whose curves differ only in what a legend would say: line style, ink, colour.
 
-Drawn with the synthetic generator's own pieces (`veernet_core.synth_draw`: log-like curves, grid,
-borders, depth labels, paper, scanner blur and noise), with each curve's style and ink chosen by the test,
+Drawn with the synthetic generator's own pieces (`veernet_core.synth_curves`' log-like curves, `synth_draw`'s
+grid, borders and depth labels, `synth_scan`'s paper and scanner blur), with each curve's style and ink chosen by the test,
 and the generator's kind of truth: the footprint of the ink as a mask (what a perfect binary segmenter
 would give) and each curve's drawn row per column.
 """
@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from veernet_core import synth_curves as shapes
 from veernet_core import synth_draw as draw
+from veernet_core import synth_scan as scan
 from veernet_core.digitise.ink import ScanPixels
 
 SCALE = 0.25  # 120-160 px tall logs: strokes two pixels wide, dash and dot periods a few pixels long
@@ -60,10 +62,10 @@ def _pattern(style: str, width: int, phase: int) -> np.ndarray:
 def render(seed: int, curves: list[Drawn], colour: bool = False) -> RenderedLog:
     """A track of the given curves, each a log-like trace across the whole track (so they cross)."""
     rng = np.random.default_rng([seed, 16])
-    lay = draw.layout(rng, HEIGHT, WIDTH, SCALE)
+    lay = draw.layout(rng, HEIGHT, WIDTH)
     divisions = draw.division_fractions(rng, 0.0, 150.0, False)
-    page = draw.furniture(rng, lay, (DEPTH_TOP, DEPTH_BOTTOM), divisions, SCALE)
-    paper = draw.paper(rng, HEIGHT, WIDTH)
+    page = draw.furniture(rng, lay, (DEPTH_TOP, DEPTH_BOTTOM), divisions, SCALE, False)
+    paper = scan.paper(rng, HEIGHT, WIDTH)
     channels = np.repeat(((1.0 - page) * paper)[..., None], 3, axis=2)  # grid and labels in black ink
     mask = np.zeros((HEIGHT, WIDTH), bool)
     rows = []
@@ -71,7 +73,7 @@ def render(seed: int, curves: list[Drawn], colour: bool = False) -> RenderedLog:
         # Each curve wanders around its own level, a little apart from the others', as the curves of one
         # track do on a print: they cross where they swing, not in every column.
         level = 0.2 + 0.6 * k / max(1, len(curves) - 1) if len(curves) > 1 else 0.5
-        fraction = np.clip(level + 1.4 * (draw.curve_fraction(rng, WIDTH, SCALE, 0) - 0.5), 0.02, 0.98)
+        fraction = np.clip(level + 1.4 * (shapes.curve_fraction(rng, WIDTH, SCALE, "none") - 0.5), 0.02, 0.98)
         row = lay.track_top + fraction * (lay.track_bottom - lay.track_top)
         inked = _pattern(curve.style, WIDTH, int(rng.integers(0, 16)))
         coverage, footprint = draw.stroke(np.where(inked, row - 1.0, np.nan), np.where(inked, row + 1.0, np.nan),
@@ -80,7 +82,7 @@ def render(seed: int, curves: list[Drawn], colour: bool = False) -> RenderedLog:
         channels = channels * (1 - coverage[..., None]) + coverage[..., None] * np.minimum(channels, ink)
         mask |= footprint
         rows.append(row)
-    blurred = np.stack([draw.blur(channels[..., k].astype(np.float32), 0.1) for k in range(3)], axis=2)
+    blurred = np.stack([scan.blur(channels[..., k].astype(np.float32), 0.1) for k in range(3)], axis=2)
     blurred += rng.standard_normal(blurred.shape[:2], dtype=np.float32)[..., None] * np.float32(2.5)
     rgb = np.clip(np.rint(blurred), 0, 255).astype(np.uint8)
     gray = np.rint(rgb.astype(np.float32) @ np.float32([0.299, 0.587, 0.114])).astype(np.uint8)

@@ -22,6 +22,8 @@ from veernet_core.synth import SynthLog, generate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 REGENERATE = "veernet_core.synth draws this log differently now: run python scripts/make_examples.py"
+SEED, SYNTHETIC_INDEX, TRACK_INDEX = 2026, 54, 333  # scripts/make_examples.py's logs
+TRACK_COLUMNS = slice(150, 750)
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -49,7 +51,7 @@ def _median_error(log: SynthLog, k: int, depths: np.ndarray, values: np.ndarray,
 
 
 def test_the_synthetic_example_is_its_scan_and_digitises_with_named_curves() -> None:
-    log = generate(2026, 9, 0.1, 3)
+    log = generate(SEED, SYNTHETIC_INDEX, 0.1, 3)
     np.testing.assert_array_equal(_pixels("scan-synthetic.png"), log.image, err_msg=REGENERATE)
     calibration = _load("calibration-synthetic.yaml")
     truth = log.calibration()
@@ -59,10 +61,11 @@ def test_the_synthetic_example_is_its_scan_and_digitises_with_named_curves() -> 
     for written, curve in zip(calibration["curves"], log.curves, strict=True):
         assert (written["mnemonic"], written["left"], written["right"]) == (curve.mnemonic, curve.scale.left,
                                                                              curve.scale.right)
-        assert written["style"] == ("dashed" if curve.dashed else "solid")
+        assert (written["style"], written["ink"]) == (curve.style, curve.ink_class)
     result = digitise_scan((EXAMPLES / "scan-synthetic.png").read_bytes(), calibration, _bundled, "bundled")
     curves = result.curves.curves
-    assert [c.mnemonic for c in curves] == ["GR", "NPHI"] and [c.identity for c in curves] == ["hinted", "hinted"]
+    assert [c.mnemonic for c in curves] == [c.mnemonic for c in log.curves]
+    assert [c.identity for c in curves] == ["hinted", "hinted"]
     width = log.image.shape[1]
     columns = np.rint(result.curves.calibration.depth.column_of(result.curves.depth)).astype(int).clip(0, width - 1)
     for k, curve in enumerate(curves):
@@ -70,23 +73,26 @@ def test_the_synthetic_example_is_its_scan_and_digitises_with_named_curves() -> 
 
 
 def test_the_track_example_is_a_crop_of_its_log_and_digitises() -> None:
-    log = generate(2026, 7, 0.1, 3)
-    np.testing.assert_array_equal(_pixels("scan-track.png"), log.image[3:62, 150:750], err_msg=REGENERATE)
+    log = generate(SEED, TRACK_INDEX, 0.1, 3)
+    rows = slice(max(0, log.track[0] - 3), log.track[1] + 4)  # as scripts/make_examples.py crops it
+    np.testing.assert_array_equal(_pixels("scan-track.png"), log.image[rows, TRACK_COLUMNS], err_msg=REGENERATE)
     options = _load("calibration-track.yaml")
     calibration = options["calibration"]
     for col, depth in calibration["depth"]["ticks"]:
         true_depth = float(log.depth.depth_of_column(np.array(150 + col), log.image.shape[1]))
         assert abs(depth - true_depth) < 1e-2
-    assert (calibration["track_top"], calibration["track_bottom"]) == (log.track[0] - 3, log.track[1] - 3)
-    checked = Calibration.from_dict(calibration, 59, 600)
-    assert [c.wrap for c in checked.curves] == ["right", "none"] and checked.curves[0].anchors
+    top, bottom = log.track[0] - rows.start, log.track[1] - rows.start
+    assert (calibration["track_top"], calibration["track_bottom"]) == (top, bottom)
+    height, width = _pixels("scan-track.png").shape
+    checked = Calibration.from_dict(calibration, height, width)
+    assert [c.wrap for c in checked.curves] == [c.wrap for c in log.curves] and checked.curves[0].anchors
     buffer = io.BytesIO()
     Image.fromarray(_pixels("scan-track.png")).save(buffer, format="PNG")
     result = digitise_scan(buffer.getvalue(), calibration, _bundled, "bundled", ScanOptions(well=options["well"]))
     curves = result.curves.curves
-    assert [c.mnemonic for c in curves] == ["SP", "NPHI"]
+    assert [c.mnemonic for c in curves] == [c.mnemonic for c in log.curves]
     assert curves[0].identity == "anchored" and not any(c.warnings for c in curves)
-    columns = 150 + np.rint(checked.depth.column_of(result.curves.depth)).astype(int).clip(0, 599)
+    columns = 150 + np.rint(checked.depth.column_of(result.curves.depth)).astype(int).clip(0, width - 1)
     for k, curve in enumerate(curves):
         assert np.isfinite(curve.values).mean() > 0.9
         assert _median_error(log, k, result.curves.depth, curve.values, columns) < 0.02, curve.mnemonic
@@ -110,5 +116,6 @@ def test_the_core_command_line_reads_the_yaml_options_and_says_how_curves_were_n
     scan, options = EXAMPLES / "scan-track.png", EXAMPLES / "calibration-track.yaml"
     assert main(["digitise", str(scan), "--calibration", str(options), "--out", str(tmp_path)]) == 0
     said = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert said["identity"] == {"SP": "anchored", "NPHI": "hinted"} and said["warnings"] == []
+    first, second = (c.mnemonic for c in generate(SEED, TRACK_INDEX, 0.1, 3).curves)
+    assert said["identity"] == {first: "anchored", second: "hinted"} and said["warnings"] == []
     assert (tmp_path / "result.las").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -113,12 +114,13 @@ def _position_error(log: SynthLog, model_scale: float | None) -> tuple[float, fl
 
 
 def test_the_bundled_model_reads_full_resolution_scans_at_its_own_scale() -> None:
-    # Six full-resolution held-out logs (480-640 px tall, 3,600-12,000 px wide): brought near the bundled model's
-    # scale (0.1) it reads curve 1 to a few per cent of the track; fed as they are, the two narrowest read several
-    # times worse.
-    logs = sorted((generate(HELD_OUT_SEED, i, scale=1.0) for i in range(6)), key=lambda g: g.image.shape[1])
+    # Six full-resolution held-out logs of one curve (480-640 px tall, 3,600-12,000 px wide; one curve, since which
+    # curve is which is the naming step's business, not this one's): brought near the bundled model's scale (0.1)
+    # it reads the curve to a few per cent of the track; fed as they are, the two narrowest read several times worse.
+    one_curve = (g for g in (generate(HELD_OUT_SEED, i, scale=1.0) for i in range(80)) if len(g.curves) == 1)
+    logs = sorted(itertools.islice(one_curve, 6), key=lambda g: g.image.shape[1])
     errors, shares = zip(*(_position_error(log, model_scale=0.1) for log in logs), strict=True)
-    # 1.1-5.6 % per log (2.2 % mean) and 90-100 % of the columns read when this test was written.
+    # 1.4-7.3 % per log (3.2 % mean) and 82-100 % of the columns read with the binary bundled model of issue 16.
     assert float(np.mean(errors)) < 0.035 and max(errors) < 0.08, errors
     assert min(shares) > 0.75 and float(np.mean(shares)) > 0.9, shares
     for log, error in zip(logs[:2], errors[:2], strict=True):

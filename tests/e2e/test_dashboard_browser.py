@@ -149,7 +149,7 @@ def test_submit_watch_download_and_digitise_in_the_browser(stack: Stack, page: A
     from veernet_core.synth import generate
 
     log = next(g for g in (generate(seed=90_210, index=i, scale=0.12, classes=3) for i in range(50))
-               if len(g.curves) == 1)
+               if len(g.curves) == 1 and g.curves[0].style == "solid")
     scan = tmp_path / "synthetic-log.png"
     Image.fromarray(log.image).save(scan)
     page.click("#nav-segment")

@@ -1,0 +1,89 @@
+"""Figures of bench/digitise_eval.py: per curve, per curve position and per factor level, worst first.
+
+Imported as ``digitise_figures`` by bench/digitise_eval.py (its folder is on sys.path).
+
+A row is one true curve of one log with the trace the digitiser gave for it (the calibration's curve
+at the same position: the digitiser's own naming, never re-matched), and what the log says of it
+(style, ink class, stroke, the log's factors). Positions are fractions of the track (unwrapped: -1..2),
+so errors read as % of the track range (value units on linear scales, decades on log ones).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+Row = dict[str, Any]
+OFF_BY = 0.05  # a sample "off" is more than 5 % of the track range away from the truth
+PAGE_FACTORS = ("bilevel", "jpeg", "low_res", "stains", "skew", "labels_in_track",
+                "same_ink_solid_pair", "solid_pair_by_ink")
+
+
+def scored(row: Row) -> np.ndarray:
+    """Columns whose position is scored: the curve inked there and on its own scale, and both readings exist."""
+    return np.isfinite(row["pred"]) & np.isfinite(row["truth"]) & row["inked"] & ~row["wrapped"]
+
+
+def figures(rows: list[Row]) -> dict[str, Any] | None:
+    """coverage: share of the true curve's columns (ink, style gaps, wraps) where the digitiser gives a
+    value; mae_pct: mean |read - true| position; off_5pct: share of scored samples off by more than 5 %;
+    mae_pct_wrapped: the same as mae_pct on the columns drawn on a backup scale."""
+    if not rows:
+        return None
+    errors = np.concatenate([np.abs(r["pred"] - r["truth"])[scored(r)] for r in rows])
+    wrapped = np.concatenate([np.abs(r["pred"] - r["truth"])[np.isfinite(r["pred"]) & r["inked"] & r["wrapped"]
+                                                              & np.isfinite(r["truth"])] for r in rows])
+    has_value = sum(int(np.count_nonzero(r["has_value"])) for r in rows)
+    covered = sum(int(np.count_nonzero(r["has_value"] & np.isfinite(r["pred"]))) for r in rows)
+    return {
+        "curves": len(rows),
+        "coverage": round(covered / has_value, 4) if has_value else None,
+        "mae_pct": round(100 * float(errors.mean()), 3) if errors.size else None,
+        "off_5pct": round(float((errors > OFF_BY).mean()), 4) if errors.size else None,
+        "mae_pct_wrapped": round(100 * float(wrapped.mean()), 3) if wrapped.size else None,
+        "columns_scored": int(errors.size),
+    }
+
+
+def levels(row: Row) -> dict[str, str]:
+    """The factor levels a row belongs to, by factor."""
+    found = {"style": row["style"], "ink": row["ink_class"], "stroke_px": str(row["stroke_px"]),
+             "curves_in_log": str(row["curves_in_log"]), "wrap": row["wrap"]}
+    found.update({name: "yes" if row["factors"].get(name) else "no" for name in PAGE_FACTORS})
+    return found
+
+
+def grouped(rows: list[Row]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(figures per curve position 1..4, figures per factor and level)."""
+    positions = sorted({r["position"] for r in rows})
+    by_position = {str(p): figures([r for r in rows if r["position"] == p]) for p in positions}
+    by_factor: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        for factor, level in levels(row).items():
+            by_factor.setdefault(factor, {}).setdefault(level, []).append(row)
+    return by_position, {f: {lv: figures(group) for lv, group in sorted(lvs.items())} for f, lvs in by_factor.items()}
+
+
+def worst(by_position: dict[str, Any], by_factor: dict[str, Any], count: int = 10) -> list[dict[str, Any]]:
+    """The groups with the largest mean error first (a group that reads nothing counts as the worst)."""
+    groups = [(f"position={p}", fig) for p, fig in by_position.items()]
+    groups += [(f"{factor}={level}", fig) for factor, lvs in by_factor.items() for level, fig in lvs.items()]
+    ranked = sorted((g for g in groups if g[1]), key=lambda g: -(g[1]["mae_pct"] if g[1]["mae_pct"] is not None
+                                                                  else float("inf")))
+    return [{"group": name, **{k: fig[k] for k in ("mae_pct", "coverage", "off_5pct", "curves")}}
+            for name, fig in ranked[:count]]
+
+
+def nearest_per_column(preds: list[np.ndarray], truths: list[np.ndarray]) -> list[np.ndarray]:
+    """Traces re-matched to true curves column by column: position error with identity set aside."""
+    out = [p.copy() for p in preds]
+    best = sum(np.nan_to_num(np.abs(preds[k] - truths[k]), nan=9.0) for k in range(len(preds)))
+    for perm in itertools.permutations(range(len(preds))):
+        error = sum(np.nan_to_num(np.abs(preds[p] - truths[k]), nan=9.0) for k, p in enumerate(perm))
+        better = error < best
+        best = np.where(better, error, best)
+        for k, p in enumerate(perm):
+            out[k] = np.where(better, preds[p], out[k])
+    return out
