@@ -32,8 +32,11 @@ DEMO_CONFIG: dict[str, Any] = {
 }
 START_TIMEOUT_S = 90.0
 JOB_TIMEOUT_S = 600.0
-# The scan to digitise: a held-out seed (the bundled model trained on seed 0) at the bundled model's scale.
-DEMO_SCAN: dict[str, Any] = {"seed": 424242, "index": 3, "scale": 0.1, "classes": 3}
+# The scan to digitise: a held-out seed (the bundled model trained on seed 0) at the bundled model's scale,
+# two solid curves told apart by ink alone, named from the calibration's hints. It is one the digitiser
+# reads well (about 3 % of the track); over all held-out logs, tracks of two curves read far worse
+# (bench/README.md, issue 16), and the demo prints the figures it measures, whatever they are.
+DEMO_SCAN: dict[str, Any] = {"seed": 424242, "index": 22, "scale": 0.1, "classes": 2}
 SEGMENT_WAIT_S = 120.0
 
 
