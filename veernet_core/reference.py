@@ -1,5 +1,6 @@
 """The reference of what a user writes: every TrainConfig field, every calibration field and every page
-calibration field, each with a one-line description, rendered into docs/reference.md and the OpenAPI schema from one source each.
+calibration field, each with a one-line description, rendered into docs/reference.md and the OpenAPI schema
+from one source each.
 
 A training field's description is the comment beside it in `veernet_core/config.py` (the reason for its
 default, nanoGPT style), or the comment lines just above it; a calibration field's is its entry in

@@ -422,7 +422,7 @@ class _Reader:
         for name, value in raw.items():
             if name == "header_row":
                 continue
-            if name in _HINTS and _is_triple(value) and value["value"] is None:
+            if name in _HINTS and (value["value"] if _is_triple(value) else value) is None:
                 continue
             read = self._value(value, f"{where}.{name}", _WHAT.get(name, "its value"))
             nulls |= read is MISSING
