@@ -53,6 +53,7 @@ from benchio import log, stdout_to_stderr  # noqa: E402
 from veernet_core.digitise.calibration import CalibrationError  # noqa: E402
 from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
 from veernet_core.digitise.layout.proposal import to_proposal  # noqa: E402
+from veernet_core.digitise.pipeline import ScanOptions  # noqa: E402
 from veernet_core.digitise.predict import bundled_model_path, load_model  # noqa: E402
 from veernet_core.digitise.section import digitise_section, read_section, upright_page  # noqa: E402
 from veernet_core.digitise.section_calibration import SectionCalibration  # noqa: E402
@@ -66,6 +67,9 @@ from veernet_core.page_truth import (  # noqa: E402
     truth_probabilities,
 )
 
+# The largest pages (400 dpi, two long sections) pass the service's default 32.8 Mpx: raised, as
+# MAX_IMAGE_PIXELS would be for such an archive.
+OPTIONS = ScanOptions(max_pixels=80_000_000)
 Scored = tuple[int, int, CurveScore, int, int]  # page, section, score, curve position, curves in the track
 
 
@@ -97,7 +101,7 @@ def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, sou
             section = read_section(upright, None, calibration, model,
                                    probabilities=truth_probabilities(page, calibration, matched))
         else:
-            section = digitise_section(scan, completed, lambda: (model, "bundled"), "bundled").section
+            section = digitise_section(scan, completed, lambda: (model, "bundled"), "bundled", OPTIONS).section
         done.append((s, score_section(page, section, matched), calibration))
     return done, skipped + max(0, len(page.spec.sections) - len(proposal["sections"]))
 
