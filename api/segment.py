@@ -1,7 +1,9 @@
 """Segment jobs, FastAPI-free: check an uploaded scan and its options, pick the model, queue the job.
 
 The scan is checked here (format, size, pixels) so that a bad upload is a 4xx at once, never a
-failed job later; calibration is checked by veernet_core.digitise.calibration's own validator. Storage keys
+failed job later; a calibration is checked by veernet_core's own validators: `options.calibration` (one
+cropped track) by veernet_core.digitise.calibration, `options.page_calibration` (one section of a full page,
+the completed proposal of POST /scans/analyse) by veernet_core.digitise.section_calibration. Storage keys
 are built from the job id only: nothing a user sends becomes part of a key.
 """
 
@@ -26,6 +28,8 @@ from veernet_core.digitise.calibration import Calibration, CalibrationError
 from veernet_core.digitise.calibration_fields import CALIBRATION_FIELDS
 from veernet_core.digitise.export import RESULT_FILES
 from veernet_core.digitise.rescale import check_scan_scale
+from veernet_core.digitise.section_calibration import SectionCalibration
+from veernet_core.digitise.section_fields import SECTION_FIELDS
 
 MIN_SIDE = 32
 
@@ -102,10 +106,17 @@ def parse_options(raw: str | None) -> dict[str, Any]:
         raise SegmentInputError("options", f"is not valid JSON: {exc}") from exc
     if not isinstance(options, dict):
         raise SegmentInputError("options", "must be a JSON object")
-    unknown = sorted(set(options) - {"model", "calibration", "rotate_portrait", "well", "scan_scale"})
+    unknown = sorted(set(options) - {"model", "calibration", "page_calibration", "rotate_portrait", "well",
+                                     "scan_scale"})
     if unknown:
-        raise FieldErrors({f"options.{name}": "unknown option; allowed: model, calibration, rotate_portrait, "
-                           "scan_scale, well" for name in unknown})
+        raise FieldErrors({f"options.{name}": "unknown option; allowed: model, calibration, page_calibration, "
+                           "rotate_portrait, scan_scale, well" for name in unknown})
+    if "page_calibration" in options and "calibration" in options:
+        raise SegmentInputError("options.page_calibration", "give either calibration (one cropped track) or "
+                                "page_calibration (one section of a full page), not both")
+    if "page_calibration" in options and options.get("rotate_portrait"):
+        raise SegmentInputError("options.rotate_portrait", "must be left out with page_calibration: its "
+                                "orientation.turn says how the page is turned")
     if not isinstance(options.get("rotate_portrait", False), bool):
         raise SegmentInputError("options.rotate_portrait", "must be true or false")
     if options.get("scan_scale") is not None:
@@ -119,13 +130,33 @@ def parse_options(raw: str | None) -> dict[str, Any]:
 def options_description() -> str:
     """POST /segment's `options` form field, for the OpenAPI schema: the options and every calibration field."""
     fields = "\n".join(f"- `{f.path}` ({f.summary}): {f.description}" for f in CALIBRATION_FIELDS)
-    return ("JSON object: `calibration` (required), `model` ({\"checkpoint_id\": n}, {\"job_id\": n} or omitted for "
-            "the bundled model), `rotate_portrait`, `scan_scale`, `well`. Calibration fields (docs/reference.md):\n"
-            + fields)
+    page = "\n".join(f"- `{f.path}` ({f.summary}): {f.description}" for f in SECTION_FIELDS)
+    return ("JSON object: `calibration` (one cropped track, depth along the width) or `page_calibration` (one "
+            "section of a full-page scan: the proposal of POST /scans/analyse completed, with `section` naming "
+            "the section; one result and one LAS file hold every curve of its tracks), `model` "
+            "({\"checkpoint_id\": n}, {\"job_id\": n} or omitted for the bundled model), `rotate_portrait` "
+            "(calibration only), `scan_scale`, `well`. Calibration fields (docs/reference.md):\n" + fields
+            + "\n\nPage calibration fields (any may be a {value, confidence, evidence} triple, read by its value; "
+            "a null value is a field to fill in):\n" + page)
 
 
 def check_calibration(options: dict[str, Any], scan: Scan) -> dict[str, Any]:
-    """The options' calibration checked against the scan; every bad field is one entry of one 422."""
+    """The options' calibration checked against the scan, as the job's config entry (`calibration` or
+    `page_calibration`, in its plain checked form); every bad field is one entry of one 422."""
+    if "page_calibration" in options:
+        return {"page_calibration": _check_page_calibration(options["page_calibration"], scan)}
+    return {"calibration": _check_track_calibration(options, scan)}
+
+
+def _check_page_calibration(raw: Any, scan: Scan) -> dict[str, Any]:
+    try:
+        return SectionCalibration.from_dict(raw, scan.height, scan.width).to_dict()
+    except CalibrationError as exc:
+        raise FieldErrors({f"options.page_calibration.{name}": message for name, message in exc.errors.items()}
+                          ) from exc
+
+
+def _check_track_calibration(options: dict[str, Any], scan: Scan) -> dict[str, Any]:
     raw = options.get("calibration")
     if not isinstance(raw, dict):
         raise SegmentInputError("options.calibration", "is required: {depth: {top, bottom, unit} or "
@@ -170,7 +201,8 @@ def _from_row(row: Checkpoint, model_id: str) -> dict[str, Any]:
 
 def create_segment_job(session: Session, options: dict[str, Any], model: dict[str, Any],
                        calibration: dict[str, Any], filename: str, tenant: str = LOCAL_TENANT) -> Job:
-    config = {"model": model, "calibration": calibration, "rotate_portrait": bool(options.get("rotate_portrait")),
+    """`calibration`: the config entry `check_calibration` gives ({"calibration": ...} or {"page_calibration": ...})."""
+    config = {"model": model, **calibration, "rotate_portrait": bool(options.get("rotate_portrait")),
               "scan_scale": options.get("scan_scale"), "well": str(options.get("well", ""))[:80],
               "scan": filename[:200]}
     return jobs.create_job(session, "segment", config, tenant)

@@ -1,5 +1,6 @@
-"""The reference of what a user writes: every TrainConfig field and every calibration field, each with a
-one-line description, rendered into docs/reference.md and the OpenAPI schema from one source each.
+"""The reference of what a user writes: every TrainConfig field, every calibration field and every page
+calibration field, each with a one-line description, rendered into docs/reference.md and the OpenAPI schema
+from one source each.
 
 A training field's description is the comment beside it in `veernet_core/config.py` (the reason for its
 default, nanoGPT style), or the comment lines just above it; a calibration field's is its entry in
@@ -16,7 +17,7 @@ import tokenize
 from typing import Any
 
 from veernet_core.config import DataConfig, ModelConfig, TrainConfig
-from veernet_core.digitise import calibration_fields
+from veernet_core.digitise import calibration_fields, section_fields
 
 CONFIG_SECTIONS: tuple[tuple[str, type], ...] = (("", TrainConfig), ("model.", ModelConfig), ("data.", DataConfig))
 
@@ -93,6 +94,16 @@ def reference_markdown() -> str:
         "Unknown fields are refused naming the allowed ones; every bad field is reported at once.",
         "",
         calibration_fields.reference_markdown().rstrip("\n"),
+        "",
+        "## Page calibration (`POST /segment` `options.page_calibration`, `veernet segment --calibration FILE`)",
+        "",
+        "One section of a full-page scan: the proposal of `POST /scans/analyse` (`veernet analyse`) as the user",
+        "completed it, or the same fields written by hand. Any field may be a `{value, confidence, evidence}`",
+        "triple, read by its value; a null value is a field to fill in (a null `style` or `ink` is no hint).",
+        "Positions are pixels of the upright page. Unknown fields are refused naming the allowed ones; every",
+        "bad field is reported at once by its path (`sections[0].tracks[2].curves[1].right`).",
+        "",
+        section_fields.reference_markdown().rstrip("\n"),
         "",
     ])
 

@@ -47,15 +47,24 @@ def _model(spec: dict[str, Any], store: Any) -> tuple[Any, str]:
 
 def digitise_scan(config: dict[str, Any], scan: bytes, store: Any, settings: Settings,
                   timer: StageTimer | None = None) -> dict[str, bytes]:
-    """The whole inference, veernet_core's pipeline with this process's models: the result files by name.
-    `timer`, if given, gets seconds per stage."""
+    """The whole inference, veernet_core's pipeline with this process's models: the result files by name, of
+    one cropped track (`calibration`) or of one section of a full page (`page_calibration`). `timer`, if
+    given, gets seconds per stage."""
     from veernet_core.digitise import pipeline
 
     options = pipeline.ScanOptions(scan_scale=config.get("scan_scale"), rotate_portrait=config["rotate_portrait"],
                                    scan_name=config.get("scan", ""), well=config.get("well", ""),
                                    max_pixels=settings.max_image_pixels)
-    return pipeline.digitise_scan(scan, config["calibration"], lambda: _model(config["model"], store),
-                                  config["model"]["model_id"], options, timer).files
+    def model() -> tuple[Any, str]:  # called once the scan has decoded
+        return _model(config["model"], store)
+
+    if "page_calibration" in config:  # one section of a full page: every track, one result
+        from veernet_core.digitise import section
+
+        return section.digitise_section(scan, config["page_calibration"], model, config["model"]["model_id"],
+                                        options, timer).files
+    return pipeline.digitise_scan(scan, config["calibration"], model, config["model"]["model_id"], options,
+                                  timer).files
 
 
 def run_segment_job(job_id: int) -> str:

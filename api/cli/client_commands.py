@@ -222,9 +222,10 @@ def pick_checkpoint(client: VeerNetClient, job_id: int, latest: bool = False) ->
 
 def segment(
     scan: Annotated[Path, typer.Argument(help="the scanned log: PNG, TIFF or JPEG", show_default=False)],
-    calibration: Annotated[Path, typer.Option(help="JSON or YAML: the calibration {depth, curves, ...}, or the "
-                                              "whole options {calibration, well, model, rotate_portrait, "
-                                              "scan_scale}",
+    calibration: Annotated[Path, typer.Option(help="JSON or YAML: a track's calibration {depth, curves, ...}, a "
+                                              "full page's (the proposal of `veernet analyse`, completed: every "
+                                              "curve of one section), or the whole options {calibration or "
+                                              "page_calibration, well, model, rotate_portrait, scan_scale}",
                                               show_default=False)],
     out: Annotated[list[Path] | None, typer.Option("--out", "-o", help="a .las, .csv or .json file to write "
                                                    "(repeatable) [default: the scan's name with .las]",
@@ -236,6 +237,8 @@ def segment(
     scan_scale: Annotated[float | None, typer.Option(help="the scan's pixel scale: 1.0 = full-resolution logs "
                                                      "(480-640 px tall, about 300 dpi) [default: its height / 560 px]",
                                                      show_default=False)] = None,
+    section: Annotated[int | None, typer.Option(help="with a full page's calibration: the section to digitise "
+                                                "(0 = the top one)", show_default=False)] = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the result")] = 600.0,
     url: Url = DEFAULT_URL, key: Key = None,
 ) -> None:
@@ -245,7 +248,7 @@ def segment(
         if path.suffix.lower() not in RESULT_FORMATS:
             fail(f"--out {path}: name a .las, .csv or .json file")
     formats = [RESULT_FORMATS[path.suffix.lower()] for path in outputs]
-    options = segment_options(calibration, well, model_checkpoint, model_job, rotate_portrait, scan_scale)
+    options = segment_options(calibration, well, model_checkpoint, model_job, rotate_portrait, scan_scale, section)
     with api(url, key) as client:
         with views.Spinner(f"digitising {scan.name}") as spinner:
             job_id, result = client.segment(scan, options, min(timeout, 30.0))
@@ -265,9 +268,19 @@ def segment(
 
 
 def segment_options(calibration: Path, well: str | None, model_checkpoint: int | None, model_job: int | None,
-                    rotate_portrait: bool, scan_scale: float | None = None) -> dict[str, Any]:
+                    rotate_portrait: bool, scan_scale: float | None = None, section: int | None = None
+                    ) -> dict[str, Any]:
+    """POST /segment's options from a calibration file: the whole options as they are, a page calibration
+    (it lists `sections`, as a proposal of `veernet analyse` does) as `page_calibration`, else `calibration`."""
     loaded = load_mapping(calibration, "calibration file")
-    options: dict[str, Any] = dict(loaded) if "calibration" in loaded else {"calibration": loaded}
+    if "calibration" in loaded or "page_calibration" in loaded:
+        options: dict[str, Any] = dict(loaded)
+    else:
+        options = {"page_calibration" if "sections" in loaded else "calibration": loaded}
+    if section is not None:
+        if not isinstance(options.get("page_calibration"), dict):
+            fail("--section is for a full page's calibration (one that lists sections)")
+        options["page_calibration"] = {**options["page_calibration"], "section": section}
     if model_checkpoint is not None and model_job is not None:
         fail("give one of --model-checkpoint or --model-job, not both")
     if model_checkpoint is not None:

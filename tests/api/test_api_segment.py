@@ -204,3 +204,77 @@ def test_the_openapi_schema_describes_every_calibration_and_train_config_field(c
     config = schema["components"]["schemas"]["JobCreate"]["properties"]["config"]
     assert config["properties"]["epochs"]["description"] == config_descriptions()["epochs"]
     assert config["properties"]["model"]["properties"]["num_classes"]["description"]
+
+
+# A section of a 400 x 600 px portrait page (stored as is: turn 0), written by hand with plain values.
+PAGE_CALIBRATION = {"orientation": {"turn": 0, "skew_deg": 0.0},
+                    "sections": [{"rows": {"top": 100, "bottom": 560},
+                                  "depth": {"unit": "ft", "ticks": [[100, 1000.0], [560, 1150.0]]},
+                                  "tracks": [{"extent": {"left": 20, "right": 180},
+                                              "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150}]},
+                                             {"extent": {"left": 220, "right": 380},
+                                              "curves": [{"mnemonic": "ILD", "unit": "OHMM", "left": 0.2,
+                                                          "right": 2000, "log": True}]}]}]}
+
+
+def _triples(value: Any) -> Any:
+    """The page calibration as the proposal writes it: every leaf field a {value, confidence, evidence} triple."""
+    return {"value": value, "confidence": 0.9, "evidence": "read"}
+
+
+def test_a_page_calibration_is_queued_in_its_plain_checked_form(client: TestClient) -> None:
+    response = _post(client, _png(400, 600), {"page_calibration": PAGE_CALIBRATION})
+    assert response.status_code == 202, response.text
+    kept = response.json()["config"]["page_calibration"]
+    assert kept["section"] == 0 and kept["image"] == {"height": 600, "width": 400, "dpi": None}
+    assert kept["step"] == 0.5, "default: the least round step at or above one row (0.33 ft)"
+    assert [c["mnemonic"] for t in kept["sections"][0]["tracks"] for c in t["curves"]] == ["GR", "ILD"]
+    assert "calibration" not in response.json()["config"]
+
+
+def test_a_proposal_with_nulls_left_is_422_naming_each_value_to_fill_in(client: TestClient) -> None:
+    proposal = json.loads(json.dumps(PAGE_CALIBRATION))
+    proposal["format"] = "veernet.page-calibration/1"
+    proposal["orientation"] = {"turn": _triples(0), "skew_deg": _triples(0.0)}
+    curve = proposal["sections"][0]["tracks"][1]["curves"][0]
+    proposal["sections"][0]["tracks"][1]["curves"][0] = {**{k: _triples(v) for k, v in curve.items()},
+                                                         "right": _triples(None), "style": _triples(None),
+                                                         "header_row": 80.0}
+    proposal["sections"][0]["depth"]["ticks"] = _triples(None)
+    errors = _errors(_post(client, _png(400, 600), {"page_calibration": proposal}))
+    prefix = "options.page_calibration.sections[0]."
+    assert set(errors) == {prefix + "tracks[1].curves[0].right", prefix + "depth.ticks"}
+    assert "not filled in" in errors[prefix + "tracks[1].curves[0].right"]
+
+
+@pytest.mark.parametrize(("change", "field", "fragment"), [
+    (lambda c: c["sections"][0]["tracks"][1]["curves"][0].update(mnemonic="gr"),
+     "sections[0].tracks[1].curves[0].mnemonic", "own mnemonic"),
+    (lambda c: c["sections"][0]["tracks"][0]["curves"][0].update(right=0),
+     "sections[0].tracks[0].curves[0].right", "must differ from left"),
+    (lambda c: c["sections"][0]["tracks"][1]["extent"].update(right=400),
+     "sections[0].tracks[1].extent.right", "inside the page"),
+    (lambda c: c["sections"][0]["depth"].update(ticks=[[100, 1150.0], [560, 1000.0]]),
+     "sections[0].depth.ticks", "deepen down the page"),
+    (lambda c: c["sections"][0]["tracks"][0].update(width=3), "sections[0].tracks[0].width", "unknown field"),
+    (lambda c: c.update(image={"height": 601, "width": 400}), "image.height", "another scan"),
+    (lambda c: c.update(sections=[c["sections"][0], {}]), "section", "give the index"),
+    (lambda c: c["orientation"].update(turn=90), "sections[0].rows.bottom", "inside the page"),  # 400 rows tall
+    (lambda c: c.update(step=1000), "step", "depth span"),
+])
+def test_a_bad_page_calibration_is_422_naming_the_field(client: TestClient, change: Callable[[dict[str, Any]], None],
+                                                        field: str, fragment: str) -> None:
+    calibration = json.loads(json.dumps(PAGE_CALIBRATION))
+    change(calibration)
+    errors = _errors(_post(client, _png(400, 600), {"page_calibration": calibration}))
+    assert fragment in errors[f"options.page_calibration.{field}"], errors
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"page_calibration": PAGE_CALIBRATION, "calibration": CALIBRATION}, "options.page_calibration"),
+    ({"page_calibration": PAGE_CALIBRATION, "rotate_portrait": True}, "options.rotate_portrait"),
+    ({"page_calibration": [PAGE_CALIBRATION]}, "options.page_calibration.page_calibration"),
+])
+def test_page_calibration_options_that_conflict_are_422(client: TestClient, options: dict[str, Any],
+                                                        field: str) -> None:
+    assert field in _errors(_post(client, _png(400, 600), options))

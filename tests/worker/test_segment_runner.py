@@ -11,6 +11,9 @@ import numpy as np
 from PIL import Image
 
 from api.settings import Settings
+from veernet_core.digitise.section_calibration import SectionCalibration
+from veernet_core.page_synth import PageOptions, generate_page
+from veernet_core.page_truth import complete_proposal, matched_tracks, true_fractions
 from veernet_core.synth import SynthLog, generate, log_size
 from worker.segment_runner import run_segment_job
 
@@ -99,3 +102,59 @@ def test_a_full_resolution_scan_is_read_at_the_bundled_model_scale(client: Any, 
     read, error = _track_error(log, 0, las.index, las.curves[1].data)
     assert read > 0.8, "most depth samples read"
     assert float(np.median(error)) < 0.02, "median error within 2 % of the track"
+
+
+def test_a_full_page_section_is_digitised_from_its_completed_proposal(client: Any, service: Settings) -> None:
+    """POST /scans/analyse's proposal, its curves filled in from the page's truth as a person reads them off
+    the header, sent back whole as options.page_calibration with the page: every curve of every track in
+    one result and one LAS file."""
+    page = generate_page(4040, 2, PageOptions(dpi=150, turn=180, bitonal=False, sections=1,
+                                              first_section_in=(4.0, 5.0)))
+    scan = _png(page.image)
+    analysed = client.post("/scans/analyse", files={"file": ("page.png", scan, "image/png")}, data={"dpi": "150"})
+    assert analysed.status_code == 200, analysed.text
+    proposal = analysed.json()
+    done = complete_proposal(proposal, page, 0)
+    response = client.post("/segment", files={"file": ("page.png", scan, "image/png")},
+                           data={"options": json.dumps({"page_calibration": done, "well": "PAGE-1"})})
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    assert run_segment_job(job_id) == "succeeded"
+
+    tracks = done["sections"][0]["tracks"]
+    names = [c["mnemonic"]["value"] for t in tracks for c in t["curves"]]
+    result = client.get(f"/jobs/{job_id}/result").json()
+    assert [c["mnemonic"] for c in result["curves"]] == names
+    assert [c["track"] for c in result["curves"]] == [j for j, t in enumerate(tracks) for _ in t["curves"]]
+    assert result["section"] == 0 and len(result["tracks"]) == len(tracks)
+    las = lasio.read(client.get(f"/jobs/{job_id}/result.las").text)
+    assert [c.mnemonic for c in las.curves] == ["DEPT", *names]
+    assert las.well["WELL"].value == "PAGE-1" and las.params["TURN"].value == 180
+    assert np.allclose(las.index, result["depth"]["values"])
+    csv_lines = client.get(f"/jobs/{job_id}/result.csv").text.splitlines()
+    assert len(csv_lines) == len(las.index) + 1
+    rows = result["picture"]["rows"]
+    columns = result["picture"]["columns"]
+    for name in ("mask.png", "overlay.png"):
+        picture = Image.open(io.BytesIO(client.get(f"/jobs/{job_id}/{name}").content))
+        assert picture.size == (columns[1] - columns[0] + 1, rows[1] - rows[0] + 1)
+
+    # Against the truth: the values read back from the LAS file, track fraction per depth. Measured: the
+    # curve alone in its track to a median 1.9 % of its range, read at 0.99 of its depths.
+    matched = matched_tracks(proposal, page, 0)
+    depth = SectionCalibration.from_dict(done, *page.image.shape).depth
+    page_rows = depth.column_of(np.asarray(las.index))
+    k = 0
+    for j, track in enumerate(tracks):
+        truths = true_fractions(page, 0, matched[j], page_rows)
+        for curve, truth in zip(track["curves"], truths, strict=True):
+            values = las.curves[1 + k].data
+            k += 1
+            left, right, log = (curve[f]["value"] for f in ("left", "right", "log"))
+            measure = np.log10 if log else np.asarray
+            read = (measure(values) - measure(left)) / (measure(right) - measure(left))
+            drawn = np.isfinite(truth)
+            error = np.abs(read - truth)[drawn]
+            assert np.isfinite(error).mean() > 0.6, f"{curve['mnemonic']['value']}: too few depths read"
+            if len(track["curves"]) == 1:
+                assert float(np.nanmedian(error)) < 0.03, f"{curve['mnemonic']['value']}: median error too large"

@@ -33,8 +33,8 @@ def parse_fields(data: Any, height: int, width: int) -> Fields:
     errors: Errors = unknown_names(data, "", "")
     depth = _depth(_required(data, "depth", dict, errors), width, errors)
     raw_curves = _required(data, "curves", list, errors)
-    curves = [_curve(c, f"curves[{k}]", errors) for k, c in enumerate(raw_curves or [])]
-    top, bottom, step = (_number(data[name], name, errors) if name in data else _missing(name, errors)
+    curves = [parse_curve(c, f"curves[{k}]", errors) for k, c in enumerate(raw_curves or [])]
+    top, bottom, step = (parse_number(data[name], name, errors) if name in data else _missing(name, errors)
                          for name in ("track_top", "track_bottom", "step"))
     rows = None
     if top is not None and bottom is not None:  # checked even when other parts failed: one round of fixes
@@ -59,7 +59,7 @@ def _required(data: dict[str, Any], name: str, kind: type, errors: Errors) -> An
     return data[name]
 
 
-def _number(value: Any, where: str, errors: Errors) -> float | None:
+def parse_number(value: Any, where: str, errors: Errors) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         errors[where] = f"must be a finite number, got {value!r}"
         return None
@@ -79,7 +79,7 @@ def _depth(raw: dict[str, Any] | None, width: int, errors: Errors) -> DepthScale
         scale = _ticks(raw["ticks"], str(unit), errors)
         problems = scale.problems("depth", "ticks[0]", "ticks[1]") if scale else {}
     else:
-        ends = [_number(raw[k], f"depth.{k}", errors) if k in raw else _missing(f"depth.{k}", errors)
+        ends = [parse_number(raw[k], f"depth.{k}", errors) if k in raw else _missing(f"depth.{k}", errors)
                 for k in ("top", "bottom")]
         scale = None if None in ends else DepthScale.from_ends(ends[0] or 0.0, ends[1] or 0.0, str(unit), width)
         problems = scale.problems("depth") if scale else {}
@@ -91,14 +91,14 @@ def _ticks(ticks: Any, unit: str, errors: Errors) -> DepthScale | None:
     if not (isinstance(ticks, list) and len(ticks) == 2 and all(isinstance(t, list) and len(t) == 2 for t in ticks)):
         errors["depth.ticks"] = "must be two [column, depth] pairs"
         return None
-    numbers = [_number(x, f"depth.ticks[{k}]", errors) for k, pair in enumerate(ticks) for x in pair]
+    numbers = [parse_number(x, f"depth.ticks[{k}]", errors) for k, pair in enumerate(ticks) for x in pair]
     if None in numbers:
         return None
     c1, d1, c2, d2 = (float(x or 0.0) for x in numbers)
     return DepthScale(unit, c1, d1, c2, d2)
 
 
-def _curve(raw: Any, where: str, errors: Errors) -> CurveScale | None:
+def parse_curve(raw: Any, where: str, errors: Errors) -> CurveScale | None:
     if not isinstance(raw, dict):
         errors[where] = "must be an object with mnemonic, left, right and optional unit, log, wrap, style, ink, anchors"
         return None
@@ -111,7 +111,7 @@ def _curve(raw: Any, where: str, errors: Errors) -> CurveScale | None:
     unit = raw.get("unit", "")
     if not isinstance(unit, str):
         errors[f"{where}.unit"] = f"must be a string, got {unit!r}"
-    ends = [_number(raw[k], f"{where}.{k}", errors) if k in raw else _missing(f"{where}.{k}", errors)
+    ends = [parse_number(raw[k], f"{where}.{k}", errors) if k in raw else _missing(f"{where}.{k}", errors)
             for k in ("left", "right")]
     log = raw.get("log", False)
     if not isinstance(log, bool):
@@ -149,7 +149,7 @@ def _anchors(raw: Any, where: str, errors: Errors) -> tuple[Anchor, ...]:
             errors[f"{where}[{k}]"] = "must be an object {depth, value}"
             continue
         errors.update(unknown_names(point, "curves[].anchors[]", f"{where}[{k}]"))
-        depth, value = (_number(point[name], f"{where}[{k}].{name}", errors) if name in point
+        depth, value = (parse_number(point[name], f"{where}[{k}].{name}", errors) if name in point
                         else _missing(f"{where}[{k}].{name}", errors) for name in ("depth", "value"))
         if depth is not None and value is not None:
             anchors.append(Anchor(depth, value))

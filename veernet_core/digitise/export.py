@@ -13,13 +13,15 @@ import struct
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import lasio
 import numpy as np
 from PIL import Image, ImageDraw
 
+from veernet_core.digitise.calibration import CurveScale
 from veernet_core.digitise.curves import Digitised, DigitisedCurve
+from veernet_core.digitise.tracer import ColumnTrace
 
 LAS_NULL = -999.25  # the LAS convention for "no value"
 # LAS 2.0 checkers accept only these depth units for the index; common spellings map onto them.
@@ -57,6 +59,14 @@ RESULT_FILES: dict[str, ResultFile] = {
 }
 
 
+class CurveTable(Protocol):
+    """Curves on one regular depth grid: a track's `Digitised`, or a whole section's curves."""
+
+    depth: np.ndarray
+    depth_unit: str
+    curves: list[DigitisedCurve]
+
+
 @dataclass(frozen=True)
 class ExportMeta:
     """What the result came from: recorded in every output that has a header."""
@@ -87,26 +97,9 @@ def _json_float(x: float, digits: int = 6) -> float | None:
 def to_json(d: Digitised, meta: ExportMeta | None = None, inference: dict[str, Any] | None = None) -> dict[str, object]:
     """Depth samples and, per curve, a value, a confidence and a wrap flag per sample; null where no curve.
     `inference` (veernet_core.digitise.rescale.Resampling.to_dict) says at what scale the model read the scan."""
-    names = unique_mnemonics(d.curves)
-    curves = []
-    for name, curve in zip(names, d.curves, strict=True):
-        found = np.isfinite(curve.values)
-        curves.append({
-            "mnemonic": name,
-            "unit": curve.unit,
-            "values": [_json_float(v) for v in curve.values.tolist()],
-            "confidence": [round(float(c), 4) if f else None
-                           for c, f in zip(curve.confidence.tolist(), found.tolist(), strict=True)],
-            "wrapped": curve.wrapped.tolist(),
-            "wrap_unexpected": curve.wrap_unexpected.tolist(),
-            "found_fraction": round(float(found.mean()), 4) if found.size else 0.0,
-            "identity": curve.identity,
-            "warnings": list(curve.warnings),
-        })
     result: dict[str, object] = {
-        "depth": {"unit": d.depth_unit, "step": d.step, "start": _first(d.depth), "stop": _last(d.depth),
-                  "values": [float(x) for x in d.depth.tolist()]},
-        "curves": curves,
+        "depth": depth_json(d.depth, d.depth_unit, d.step),
+        "curves": [curve_json(name, curve) for name, curve in zip(unique_mnemonics(d.curves), d.curves, strict=True)],
         "calibration": d.calibration.to_dict(),
         "image": {"height": d.image_size[0], "width": d.image_size[1]},
         "warnings": result_warnings(d),
@@ -118,7 +111,29 @@ def to_json(d: Digitised, meta: ExportMeta | None = None, inference: dict[str, A
     return result
 
 
-def result_warnings(d: Digitised) -> list[str]:
+def depth_json(depth: np.ndarray, unit: str, step: float) -> dict[str, Any]:
+    return {"unit": unit, "step": step, "start": _first(depth), "stop": _last(depth),
+            "values": [float(x) for x in depth.tolist()]}
+
+
+def curve_json(name: str, curve: DigitisedCurve) -> dict[str, Any]:
+    """One curve of a JSON result: per depth sample its value, confidence and wrap flags; null where none."""
+    found = np.isfinite(curve.values)
+    return {
+        "mnemonic": name,
+        "unit": curve.unit,
+        "values": [_json_float(v) for v in curve.values.tolist()],
+        "confidence": [round(float(c), 4) if f else None
+                       for c, f in zip(curve.confidence.tolist(), found.tolist(), strict=True)],
+        "wrapped": curve.wrapped.tolist(),
+        "wrap_unexpected": curve.wrap_unexpected.tolist(),
+        "found_fraction": round(float(found.mean()), 4) if found.size else 0.0,
+        "identity": curve.identity,
+        "warnings": list(curve.warnings),
+    }
+
+
+def result_warnings(d: CurveTable) -> list[str]:
     """What the user should check, one line each: curves named by drawing order alone, hints the scan
     contradicts, samples wrapped where no backup scale was declared."""
     names = unique_mnemonics(d.curves)
@@ -145,7 +160,7 @@ def _last(depth: np.ndarray) -> float | None:
     return float(depth[-1]) if depth.size else None
 
 
-def to_csv(d: Digitised) -> str:
+def to_csv(d: CurveTable) -> str:
     """One row per depth sample: depth, then per curve its value, confidence and wrap flags; empty = null."""
     names = unique_mnemonics(d.curves)
     header = [f"DEPT [{d.depth_unit}]"]
@@ -174,9 +189,20 @@ def _csv_field(text: str) -> str:
 def to_las(d: Digitised, meta: ExportMeta) -> str:
     """LAS 2.0, unwrapped, on the regular depth step, NULL -999.25; the model and the calibration in
     the ~Parameter section. Written with lasio."""
+    unit = las_depth_unit(d.depth_unit)
+    return write_las(d, meta, _parameters(d, meta, unit))
+
+
+def las_depth_unit(unit: str) -> str:
+    return LAS_DEPTH_UNITS.get(unit.strip().lower(), unit.strip().upper())
+
+
+def write_las(d: CurveTable, meta: ExportMeta, parameters: list[lasio.HeaderItem]) -> str:
+    """LAS 2.0 of curves on one regular depth grid, `parameters` in its ~Parameter section and the result's
+    warnings in ~Other."""
     if d.depth.size < 2:
         raise ValueError("a LAS file needs at least two depth samples; use a smaller output depth step")
-    unit = LAS_DEPTH_UNITS.get(d.depth_unit.strip().lower(), d.depth_unit.strip().upper())
+    unit = las_depth_unit(d.depth_unit)
     las = lasio.LASFile()
     las.version["VERS"] = lasio.HeaderItem("VERS", value=2.0, descr="CWLS LOG ASCII STANDARD - VERSION 2.0")
     las.version["WRAP"] = lasio.HeaderItem("WRAP", value="NO", descr="ONE LINE PER DEPTH STEP")
@@ -184,7 +210,7 @@ def to_las(d: Digitised, meta: ExportMeta) -> str:
     for mnemonic, value, descr in (
         ("NULL", LAS_NULL, "NULL VALUE"),
         ("COMP", "", "COMPANY"),
-        ("WELL", _las_text(meta.well or meta.scan or "UNKNOWN"), "WELL"),
+        ("WELL", las_text(meta.well or meta.scan or "UNKNOWN"), "WELL"),
         ("FLD", "", "FIELD"),
         ("LOC", "", "LOCATION"),
         ("CTRY", "", "COUNTRY"),
@@ -197,11 +223,11 @@ def to_las(d: Digitised, meta: ExportMeta) -> str:
     for name, curve in zip(unique_mnemonics(d.curves), d.curves, strict=True):
         las.append_curve(name, np.where(np.isfinite(curve.values), curve.values, np.nan), unit=curve.unit,
                          descr=f"{curve.mnemonic} digitised from scan")
-    for item in _parameters(d, meta, unit):
+    for item in parameters:
         las.params[item.mnemonic] = item
     warnings = result_warnings(d)
     if warnings:  # free text for whoever opens the file: the ~Other section
-        las.other = "\n".join("WARNING: " + _las_text(line) for line in warnings)
+        las.other = "\n".join("WARNING: " + las_text(line) for line in warnings)
     buffer = io.StringIO()
     step = float(d.depth[1] - d.depth[0])
     las.write(buffer, version=2.0, wrap=False, STRT=float(d.depth[0]), STOP=float(d.depth[-1]),
@@ -210,15 +236,37 @@ def to_las(d: Digitised, meta: ExportMeta) -> str:
     return "\n".join(line for line in text.splitlines() if line.strip()) + "\n"  # LAS sections hold no blank lines
 
 
+def model_parameters(meta: ExportMeta) -> list[lasio.HeaderItem]:
+    """The model and scan a result came from, for a LAS ~Parameter section."""
+    return [
+        lasio.HeaderItem("MODEL", value=meta.model_sha256, descr="VeerNet checkpoint sha256"),
+        lasio.HeaderItem("MODELID", value=las_text(meta.model_id or "unknown"), descr="VeerNet model id"),
+        lasio.HeaderItem("SCAN", value=las_text(meta.scan or "unknown"), descr="Scanned image"),
+        *([lasio.HeaderItem("READAT", unit="px", value=meta.read_at, descr="Scan resampled to the model's scale")]
+          if meta.read_at else []),
+    ]
+
+
+def scale_parameters(names: list[str], scales: list[CurveScale],
+                     curves: list[DigitisedCurve]) -> list[lasio.HeaderItem]:
+    """Per curve its scale (SCLk) and how it was named (IDNk), for a LAS ~Parameter section."""
+    items = []
+    for k, (name, scale, curve) in enumerate(zip(names, scales, curves, strict=True)):
+        kind = "LOG" if scale.log else "LIN"
+        wrap = {"right": "PAST RIGHT", "left": "PAST LEFT", "both": "BOTH SIDES"}.get(scale.wrap, "NONE")
+        items.append(lasio.HeaderItem(
+            f"SCL{k + 1}", unit=scale.unit, value=f"{scale.left:g} {scale.right:g} {kind}",
+            descr=f"{name} scale left right type; backup {wrap}"))
+        items.append(lasio.HeaderItem(f"IDN{k + 1}", value=curve.identity.upper(),
+                                      descr=f"{name} identity: single anchored hinted or ambiguous"))
+    return items
+
+
 def _parameters(d: Digitised, meta: ExportMeta, depth_unit: str) -> list[lasio.HeaderItem]:
     """Model identity and the calibration that produced the values."""
     c = d.calibration
     items = [
-        lasio.HeaderItem("MODEL", value=meta.model_sha256, descr="VeerNet checkpoint sha256"),
-        lasio.HeaderItem("MODELID", value=_las_text(meta.model_id or "unknown"), descr="VeerNet model id"),
-        lasio.HeaderItem("SCAN", value=_las_text(meta.scan or "unknown"), descr="Scanned image"),
-        *([lasio.HeaderItem("READAT", unit="px", value=meta.read_at, descr="Scan resampled to the model's scale")]
-          if meta.read_at else []),
+        *model_parameters(meta),
         lasio.HeaderItem("DCOLA", unit="px", value=c.depth.col_a, descr="Depth calibration point A column"),
         lasio.HeaderItem("DDEPA", unit=depth_unit, value=c.depth.depth_a, descr="Depth calibration point A depth"),
         lasio.HeaderItem("DCOLB", unit="px", value=c.depth.col_b, descr="Depth calibration point B column"),
@@ -226,18 +274,10 @@ def _parameters(d: Digitised, meta: ExportMeta, depth_unit: str) -> list[lasio.H
         lasio.HeaderItem("TRKTOP", unit="px", value=c.track_top, descr="Track top row (scale left)"),
         lasio.HeaderItem("TRKBOT", unit="px", value=c.track_bottom, descr="Track bottom row (scale right)"),
     ]
-    for k, (name, scale) in enumerate(zip(unique_mnemonics(d.curves), c.curves, strict=True)):
-        kind = "LOG" if scale.log else "LIN"
-        wrap = {"right": "PAST RIGHT", "left": "PAST LEFT", "both": "BOTH SIDES"}.get(scale.wrap, "NONE")
-        items.append(lasio.HeaderItem(
-            f"SCL{k + 1}", unit=scale.unit, value=f"{scale.left:g} {scale.right:g} {kind}",
-            descr=f"{name} scale left right type; backup {wrap}"))
-        items.append(lasio.HeaderItem(f"IDN{k + 1}", value=d.curves[k].identity.upper(),
-                                      descr=f"{name} identity: single anchored hinted or ambiguous"))
-    return items
+    return items + scale_parameters(unique_mnemonics(d.curves), list(c.curves), d.curves)
 
 
-def _las_text(text: str) -> str:
+def las_text(text: str) -> str:
     """A header value safe in LAS: the colon delimits the description, so it becomes '/'."""
     return " ".join(text.replace(":", "/").split())
 
@@ -252,10 +292,10 @@ def mask_png(probabilities: np.ndarray, size: tuple[int, int] | None = None) -> 
     pixels = np.clip(np.rint(curve, out=curve), 0, 255, out=curve).astype(np.uint8)
     if size is not None and pixels.shape != tuple(size):
         pixels = np.asarray(Image.fromarray(pixels).resize((size[1], size[0]), Image.Resampling.BILINEAR))
-    return _gray_png(pixels)
+    return gray_png(pixels)
 
 
-def _gray_png(pixels: np.ndarray) -> bytes:
+def gray_png(pixels: np.ndarray) -> bytes:
     """An 8-bit grayscale PNG with every row unfiltered. Pillow tries all five PNG filters on every row
     of a grayscale image, which cost 2-3x the compression itself on a mask; a probability mask,
     mostly flat, compresses as well without them. zlib runs without the GIL, beside the tracing."""
@@ -275,6 +315,15 @@ def _png_chunk(kind: bytes, body: bytes) -> bytes:
 def overlay_png(image: np.ndarray, d: Digitised) -> bytes:
     """The scan, faded, with each traced curve drawn in its own colour; bridged stretches thin,
     the track borders dotted, each curve named at its first point."""
+    canvas, pen = overlay_canvas(image)
+    _track_borders(pen, d, image.shape[1])
+    for k, (name, curve) in enumerate(zip(unique_mnemonics(d.curves), d.curves, strict=True)):
+        draw_trace(pen, curve.trace, k % len(PALETTE), name)
+    return png_bytes(canvas)
+
+
+def overlay_canvas(image: np.ndarray) -> tuple[Image.Image, ImageDraw.ImageDraw]:
+    """The scan faded on a palette image, and a pen to draw on it in PALETTE's colours (indices 0-5)."""
     if image.ndim != 2:
         raise ValueError(f"image must be grayscale (H, W), got shape {image.shape}")
     # Drawn on palette indices (one byte a pixel: a third of an RGB PNG to encode), the same picture:
@@ -282,11 +331,7 @@ def overlay_png(image: np.ndarray, d: Digitised) -> bytes:
     height, width = image.shape
     canvas = Image.frombytes("P", (width, height), _FADE[np.asarray(image, dtype=np.uint8)].tobytes())
     canvas.putpalette(_OVERLAY_PALETTE.tobytes(), rawmode="RGB")
-    pen = ImageDraw.Draw(canvas)
-    _track_borders(pen, d, width)
-    for k, (name, curve) in enumerate(zip(unique_mnemonics(d.curves), d.curves, strict=True)):
-        _draw_trace(pen, curve, k % len(PALETTE), name)
-    return _png(canvas)
+    return canvas, ImageDraw.Draw(canvas)
 
 
 def _track_borders(pen: ImageDraw.ImageDraw, d: Digitised, width: int) -> None:
@@ -295,9 +340,11 @@ def _track_borders(pen: ImageDraw.ImageDraw, d: Digitised, width: int) -> None:
             pen.line([(x, row), (min(x + 3, width - 1), row)], fill=BORDER_GRAY)
 
 
-def _draw_trace(pen: ImageDraw.ImageDraw, curve: DigitisedCurve, colour: int, name: str) -> None:
-    trace = curve.trace
-    rows = trace.row
+def draw_trace(pen: ImageDraw.ImageDraw, trace: ColumnTrace, colour: int, name: str, shift: float = 0.0,
+               portrait: bool = False) -> None:
+    """A trace (a row per column) in palette colour `colour`, its rows moved by `shift`; `portrait` draws it
+    turned back (the transpose: its columns down the picture, its rows across), as on an upright page."""
+    rows = trace.row + shift
     found = np.isfinite(rows)
     # Join neighbouring columns on the same level; a wrap jumps across the track and is not joined.
     joined = found[:-1] & found[1:] & (trace.level[:-1] == trace.level[1:])
@@ -306,13 +353,14 @@ def _draw_trace(pen: ImageDraw.ImageDraw, curve: DigitisedCurve, colour: int, na
     # segment, so the pixels are those of one call per segment, without a Python call per column.
     for first, last in _stretches(joined, thin):
         points = list(zip(range(first, last + 2), rows[first : last + 2].tolist(), strict=True))
-        pen.line(points, fill=colour, width=1 if thin[first] else 2)
+        pen.line([(y, x) for x, y in points] if portrait else points, fill=colour, width=1 if thin[first] else 2)
     lone = found & ~np.concatenate([[False], joined]) & ~np.concatenate([joined, [False]])
     for col in np.nonzero(lone)[0].tolist():
-        pen.point((col, float(rows[col])), fill=colour)
+        pen.point((float(rows[col]), col) if portrait else (col, float(rows[col])), fill=colour)
     if found.any():
         first = int(np.argmax(found))
-        pen.text((first + 2, max(0.0, float(rows[first]) - 10)), name, fill=colour)
+        at = (float(rows[first]) + 4, first + 2) if portrait else (first + 2, max(0.0, float(rows[first]) - 10))
+        pen.text(at, name, fill=colour)
 
 
 def _stretches(joined: np.ndarray, thin: np.ndarray) -> list[tuple[int, int]]:
@@ -325,7 +373,7 @@ def _stretches(joined: np.ndarray, thin: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts[keep].tolist(), stops[keep].tolist(), strict=True))
 
 
-def _png(image: Image.Image) -> bytes:
+def png_bytes(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
     return buffer.getvalue()

@@ -1,0 +1,166 @@
+"""Whole sections of full pages digitised against the generator's truth: POST /segment's page path.
+
+    python bench/page_segment_eval.py [--pages 20] [--seed 5150] [--source model|truth]
+
+Pages come from `veernet_core.page_synth` with every option left to chance (150-400 dpi, gray or 1-bit,
+skewed, dirty, stored turned in 3 of 7, one or two sections, 1-3 curves a track in solid, dashed and
+dotted lines). Each page is analysed as POST /scans/analyse does it, the proposal completed from the
+page's truth as a person would (`page_truth.complete_proposal`: curve names, units, scale ends, log and
+line style; depth ticks where the analysis fitted none), and every section digitised as POST /segment
+does it (`section.digitise_section`) on one thread. `--source truth` replaces the model by perfect
+probabilities on each track's crop: what the cropping, tracing, naming and merging give alone.
+
+A section is skipped (and counted) where the analysis did not find each of its true tracks once: that is
+the analysis's figure (bench/analyse_eval.py), and a person would correct the extents first.
+
+Figures (one JSON line):
+  pages, sections, curves      digitised; `sections_skipped` as above
+  coverage                     share of the depths where a curve is drawn that got a value
+  mean_error_pct, median_error_pct  |read - true| in per cent of the track's range, over every such depth
+  by_track_position            the same per track, left to right (0 = the track left of the depth column)
+  by_curve_position            per curve's place in its track's header (0 = the first)
+  by_curves_in_track           per number of curves sharing the track: where two or more share it, the
+                               tracer's traces may swap at a crossing (curve identity)
+  worst                        the curve with the largest mean error: page, section, track, mnemonic
+  seconds_per_page             mean time to digitise every section of a page (decode, upright, model or
+                               truth, trace, name, files), the analysis not included; `analyse_seconds_per_page`
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"  # one core; before numpy is imported
+
+import argparse  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchio import log, stdout_to_stderr  # noqa: E402
+
+from veernet_core.digitise.calibration import CalibrationError  # noqa: E402
+from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
+from veernet_core.digitise.layout.proposal import to_proposal  # noqa: E402
+from veernet_core.digitise.pipeline import ScanOptions  # noqa: E402
+from veernet_core.digitise.predict import bundled_model_path, load_model  # noqa: E402
+from veernet_core.digitise.section import digitise_section, read_section, upright_page  # noqa: E402
+from veernet_core.digitise.section_calibration import SectionCalibration  # noqa: E402
+from veernet_core.model import VeerNet  # noqa: E402
+from veernet_core.page_synth import SynthPage, generate_page  # noqa: E402
+from veernet_core.page_truth import (  # noqa: E402
+    CurveScore,
+    complete_proposal,
+    matched_tracks,
+    score_section,
+    truth_probabilities,
+)
+
+# The largest pages (400 dpi, two long sections) pass the service's default 32.8 Mpx: raised, as
+# MAX_IMAGE_PIXELS would be for such an archive.
+OPTIONS = ScanOptions(max_pixels=80_000_000)
+Scored = tuple[int, int, CurveScore, int, int]  # page, section, score, curve position, curves in the track
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str) -> tuple[
+        list[tuple[int, list[CurveScore], SectionCalibration]], int]:
+    """Every section of the page whose tracks the analysis found: (section, scores, calibration); and how
+    many were skipped."""
+    done, skipped, scan = [], 0, _png(page.image)
+    for s in range(min(len(proposal["sections"]), len(page.spec.sections))):
+        matched = matched_tracks(proposal, page, s)
+        if sorted(matched) != list(range(len(page.spec.sections[s].tracks))):
+            skipped += 1
+            continue
+        completed = complete_proposal(proposal, page, s)
+        try:
+            calibration = SectionCalibration.from_dict(completed, *page.image.shape)
+        except CalibrationError as exc:
+            log(f"  section {s} skipped: {exc}")
+            skipped += 1
+            continue
+        if source == "truth":
+            upright = upright_page(page.image, calibration.turn, calibration.skew_deg)
+            section = read_section(upright, None, calibration, model,
+                                   probabilities=truth_probabilities(page, calibration, matched))
+        else:
+            section = digitise_section(scan, completed, lambda: (model, "bundled"), "bundled", OPTIONS).section
+        done.append((s, score_section(page, section, matched), calibration))
+    return done, skipped + max(0, len(page.spec.sections) - len(proposal["sections"]))
+
+
+def _figures(items: list[CurveScore]) -> dict[str, Any]:
+    errors = np.concatenate([c.errors for c in items]) if items else np.zeros(0)
+    drawn = sum(c.errors.size / max(c.coverage, 1e-9) for c in items if c.coverage > 0)
+    return {"curves": len(items), "coverage": round(errors.size / drawn, 4) if drawn else 0.0,
+            "mean_error_pct": round(100 * float(errors.mean()), 3) if errors.size else None,
+            "median_error_pct": round(100 * float(np.median(errors)), 3) if errors.size else None}
+
+
+def summarise(scored: list[Scored]) -> dict[str, Any]:
+    groups: dict[str, dict[int, list[CurveScore]]] = defaultdict(lambda: defaultdict(list))
+    for _, _, score, position, sharing in scored:
+        groups["by_track_position"][score.track].append(score)
+        groups["by_curve_position"][position].append(score)
+        groups["by_curves_in_track"][sharing].append(score)
+    worst = max(scored, key=lambda s: float(s[2].errors.mean()) if s[2].errors.size else 1.0)
+    return {**_figures([s[2] for s in scored]),
+            **{name: {str(k): _figures(v) for k, v in sorted(group.items())} for name, group in groups.items()},
+            "worst": {"page": worst[0], "section": worst[1], "track": worst[2].track, "mnemonic": worst[2].mnemonic,
+                      "curves_in_track": worst[4], **_figures([worst[2]])}}
+
+
+def evaluate(pages: int, seed: int, source: str) -> dict[str, Any]:
+    model = load_model(bundled_model_path())[0]
+    scored: list[Scored] = []
+    seconds, analyse_seconds, sections, skipped = [], [], 0, 0
+    for index in range(pages):
+        page = generate_page(seed, index)
+        started = time.perf_counter()
+        proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+        analyse_seconds.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        done, missed = digitise_page(page, proposal, model, source)
+        seconds.append(time.perf_counter() - started)
+        sections, skipped = sections + len(done), skipped + missed
+        for s, scores, calibration in done:
+            for score in scores:
+                names = [c.mnemonic for c in calibration.tracks[score.track].curves]
+                scored.append((index, s, score, names.index(score.mnemonic), len(names)))
+        log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {len(done)} sections "
+            f"({missed} skipped), {seconds[-1]:.2f} s")
+    return {"pages": pages, "seed": seed, "source": source, "sections": sections, "sections_skipped": skipped,
+            **summarise(scored), "seconds_per_page": round(float(np.mean(seconds)), 3),
+            "analyse_seconds_per_page": round(float(np.mean(analyse_seconds)), 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=5150, help="held out: the tests use 4040")
+    parser.add_argument("--source", choices=("model", "truth"), default="model")
+    args = parser.parse_args()
+    with stdout_to_stderr():
+        figures = evaluate(args.pages, args.seed, args.source)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
