@@ -72,9 +72,25 @@ def truth_probabilities(log: SynthLog, classes: int) -> np.ndarray:
     return np.stack([(log.mask == c).astype(np.float32) for c in range(classes)])
 
 
-def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool) -> list[Row]:
+def ink_found(ink: np.ndarray | None, row: np.ndarray, inked: np.ndarray) -> np.ndarray | None:
+    """Per column where the curve is inked: whether the segmenter marked ink within a pixel of its drawn
+    centre row (None where the probabilities are not on the log's own grid). What the model alone
+    finds of this curve, whatever the tracer and the naming make of it."""
+    if ink is None:
+        return None
+    cols = np.flatnonzero(inked & np.isfinite(row))
+    centre = np.rint(row[cols]).astype(np.int64)
+    found = np.zeros(cols.size, dtype=bool)
+    for offset in (-1, 0, 1):
+        found |= ink[np.clip(centre + offset, 0, ink.shape[0] - 1), cols]
+    return found
+
+
+def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
+                 ink: np.ndarray | None = None) -> list[Row]:
     """One row per true curve: its truth and the trace the digitiser named after it (None: the digitiser
-    refused the log, so nothing was read)."""
+    refused the log, so nothing was read); with `ink` (the segmenter's ink on the log's grid), where it
+    found the curve's ink."""
     rows = []
     for k, curve in enumerate(log.curves):
         truth = curve.unwrapped_fraction(log.track)
@@ -87,7 +103,8 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool) -
         rows.append({"truth": truth, "pred": pred, "inked": curve.inked, "wrapped": curve.wrapped,
                      "has_value": np.isfinite(curve.values), "position": k + 1, "style": curve.style,
                      "ink_class": curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
-                     "curves_in_log": len(log.curves), "factors": log.factors})
+                     "curves_in_log": len(log.curves), "factors": log.factors,
+                     "ink_found": ink_found(ink, curve.row, curve.inked)})
     return rows
 
 
@@ -161,12 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         log = render_log(args, index, scale, classes)
         probs, digitised, hints_read, was_resampled = read_log(args, model, log, classes)
         resampled, refused, hints = resampled + was_resampled, refused + (digitised is None), hints + hints_read
+        ink = None
         if probs.shape[1:] == log.mask.shape:  # pixel IoU only where the model read the log's own grid
             labels = probs.argmax(axis=0)
+            ink = labels > 0
             if probs.shape[0] != classes:  # a multiclass model on a binary mask: any curve class is ink
-                labels = (labels > 0).astype(np.int64)
+                labels = ink.astype(np.int64)
             counts += pixel_counts(labels, log.mask, classes)
-        rows += evaluate_log(log, digitised, hints_read)
+        rows += evaluate_log(log, digitised, hints_read, ink)
     result = _result(args, scale, classes, counts, rows)
     by_position, by_factor = grouped(rows)
     result.update({"resampled_logs": resampled, "refused_logs": refused, "model_scale": training_scale(state),

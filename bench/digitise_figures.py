@@ -29,7 +29,9 @@ def scored(row: Row) -> np.ndarray:
 def figures(rows: list[Row]) -> dict[str, Any] | None:
     """coverage: share of the true curve's columns (ink, style gaps, wraps) where the digitiser gives a
     value; mae_pct: mean |read - true| position; off_5pct: share of scored samples off by more than 5 %;
-    mae_pct_wrapped: the same as mae_pct on the columns drawn on a backup scale."""
+    mae_pct_wrapped: the same as mae_pct on the columns drawn on a backup scale; ink_found: share of the
+    curve's inked columns where the segmenter marked ink within a pixel of it (the model alone, before
+    tracing and naming; None where no log was read on its own grid)."""
     if not rows:
         return None
     errors = np.concatenate([np.abs(r["pred"] - r["truth"])[scored(r)] for r in rows])
@@ -37,6 +39,8 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
                                                               & np.isfinite(r["truth"])] for r in rows])
     has_value = sum(int(np.count_nonzero(r["has_value"])) for r in rows)
     covered = sum(int(np.count_nonzero(r["has_value"] & np.isfinite(r["pred"]))) for r in rows)
+    found = [r["ink_found"] for r in rows if r.get("ink_found") is not None]
+    inked_columns = sum(f.size for f in found)
     return {
         "curves": len(rows),
         "coverage": round(covered / has_value, 4) if has_value else None,
@@ -44,6 +48,7 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
         "off_5pct": round(float((errors > OFF_BY).mean()), 4) if errors.size else None,
         "mae_pct_wrapped": round(100 * float(wrapped.mean()), 3) if wrapped.size else None,
         "columns_scored": int(errors.size),
+        "ink_found": round(sum(int(f.sum()) for f in found) / inked_columns, 4) if inked_columns else None,
     }
 
 

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -31,6 +32,21 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
     assert ranked == sorted(ranked, reverse=True, key=lambda v: float("inf") if v is None else v)
     assert result["calibration_hints"] in ("read", "ignored")
     assert result["identity_blind_mae_pct"] <= result["mae_pct"] + 1e-9
+    # A perfect segmenter has the curve's ink under every inked column; the paper renderer's mask keeps the
+    # pixels a pen covers by a quarter or more, so a faint column of a thin pen may have none.
+    assert result["ink_found"] >= (1.0 if renderer == "synth" else 0.995)
+
+
+def test_ink_found_is_the_share_of_inked_columns_with_ink_within_a_pixel() -> None:
+    row = np.array([5.0, 5.4, 5.6, np.nan, 9.0, 2.0])
+    inked = np.array([True, True, True, True, False, True])
+    ink = np.zeros((12, 6), dtype=bool)
+    ink[6, 0] = ink[4, 1] = True  # within a pixel of rows 5 and 5.4 (rounded 5)
+    ink[8, 2] = True  # two pixels from row 5.6 (rounded 6): not this curve's ink
+    ink[9, 4] = True  # under the curve where it is not inked: not counted
+    found = digitise_eval.ink_found(ink, row, inked)
+    assert found is not None and found.tolist() == [True, True, False, False]  # columns 0, 1, 2, 5
+    assert digitise_eval.ink_found(None, row, inked) is None
 
 
 def test_the_training_seed_is_refused_for_the_generator_only(capsys: pytest.CaptureFixture[str]) -> None:
