@@ -1,8 +1,8 @@
 """Rendered logs whose curves differ only in what a legend would say: line style, ink, colour.
 
 Drawn with the synthetic generator's own pieces (`veernet_core.synth_curves`' log-like curves, `synth_draw`'s
-grid, borders and depth labels, `synth_scan`'s paper and scanner blur), with each curve's style and ink chosen by the test,
-and the generator's kind of truth: the footprint of the ink as a mask (what a perfect binary segmenter
+grid, borders and depth labels, `synth_scan`'s paper and scanner blur), with each curve's style and ink chosen by
+the test, and the generator's kind of truth: the footprint of the ink as a mask (what a perfect binary segmenter
 would give) and each curve's drawn row per column.
 """
 

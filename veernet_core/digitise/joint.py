@@ -1,0 +1,352 @@
+"""Several curves of one probability channel (a binary model's) traced together, each as the calibrated
+curve it is, never as "the upper one" and "the lower one".
+
+Column by column, a binary mask of 2-4 crossing, broken, jumping curves is a cloud of runs that a
+greedy tracer cannot keep apart: which run continues which curve is often only clear from what the
+curve is (solid ink has no gaps, a dotted one has many; a light curve's ink is pale; an anchor pins it).
+So each curve gets its own path through the whole channel, found at once for all columns (Viterbi over
+the track's rows on every wrap level the calibration allows it), at the least cost of:
+
+* paper under the path, per column: dear for a solid curve, cheap for a broken style, whose gaps are
+  paper by design (`MISS_COST`);
+* movement, per pixel between columns (unwrapped, so a wrap onto a declared backup scale is a short
+  step, and levels the curve has no backup scale for are never on offer), with a cap (`JUMP_COST`) so
+  that a curve can come back anywhere after a gap;
+* ink whose tone the calibration's `ink` hint contradicts (on logs whose hints name both dark and light
+  ink), and ink another curve's path already takes (`SHARE`: two curves crossing share a run for a few
+  columns; one riding on another for long is dearer than paper);
+* distance from the curve's anchors, near their columns.
+
+The paths are found one curve after another, each against the others' (coordinate descent, `ROUNDS`).
+A path only places a curve in a run; where it sits on ink, its position is the run's probability-weighted
+centroid (a steep stretch's whole vertical run, whose centre is where the curve is), split between
+curves that share the run; across paper it is bridged up to `max_gap` columns, then null.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.runs import RunTable
+from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, _bridge
+
+MAX_BINS = 128  # rows of a track the paths resolve at most: a tall track is read in bins of several rows
+# Paper under the path, per column, by line style: a broken style's gaps are paper (a dotted line has
+# about as much paper as ink), so paper tells a solid curve from a broken one, not one broken style from
+# another. Unknown style: between the two.
+MISS_COST = {"solid": 1.0, "dashed": 0.5, "dash-dot": 0.5, "dotted": 0.4, None: 0.7}
+MOVE_COST = 0.002  # per pixel a path moves between columns: ink decides, movement only breaks near ties
+INK_SPACING = 1.0  # a move along a run of ink costs this share of a move across paper
+JUMP_COST = 2.5  # the most any move costs: after a long gap a curve may come back anywhere
+SHARE = 1.0  # ink another curve's path takes costs this share of the curve's own cost of paper
+TONE_COST = 0.6  # ink of the wrong tone (dark for a light curve, light for a dark one), at most, per column
+LEVEL_COST = 0.002  # per column on a backup scale: a curve that could be on either is on its own
+ANCHOR_COST = 20.0  # per track width between an anchor and the path, near the anchor's column
+ROUNDS = 2  # passes of re-finding every path against the others' after the first
+
+
+@dataclass(frozen=True)
+class CurveHint:
+    """What the calibration says of one curve that the tracer can use."""
+
+    style: str | None = None
+    ink: str | None = None  # "dark", "light" or a colour name (`calibration_fields.INK_COLOURS`)
+    levels: tuple[int, ...] = (0,)  # wrap levels its path may take: 0 and its backup scales' sides
+    anchors: tuple[tuple[float, float], ...] = ()  # (image column, unwrapped track fraction)
+
+
+@dataclass
+class _Grid:
+    """The track's rows in bins, and per bin and column how much ink there is."""
+
+    first: int  # first image row of the track
+    step: int  # rows per bin
+    ink: np.ndarray  # float32 (bins, W): 0 paper .. 1 ink, from the bin's highest probability
+    centre: np.ndarray  # float64 (bins,): image row of each bin's centre
+
+
+def trace_joint(prob: np.ndarray, top: float, bottom: float, hints: list[CurveHint],
+                tone: Tone | None = None, options: TraceOptions | None = None) -> list[ColumnTrace]:
+    """One trace per hinted curve (in the hints' order) through one (H, W) probability map; `tone` is the
+    scan on the same grid, or None where the scan is not at hand."""
+    options = options or TraceOptions()
+    span = bottom - top
+    grid = _grid(prob, top, bottom, options.threshold)
+    costs = [_own_cost(grid, hint, _tone_cost(grid, tone, hint, hints)) for hint in hints]
+    for k, hint in enumerate(hints):
+        _add_anchors(costs[k], grid, hint, top, span)
+    paths: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(hints)
+    for k in _order(hints):  # the most telling curves first: they claim their ink before the others guess
+        paths[k] = _viterbi(costs[k] + _share_cost(grid, paths, k, hints), grid, hint_levels(hints[k]), top, span)
+    for _ in range(ROUNDS):
+        for k in range(len(hints)):
+            paths[k] = _viterbi(costs[k] + _share_cost(grid, paths, k, hints), grid, hint_levels(hints[k]),
+                                top, span)
+    found = [p for p in paths if p is not None]
+    return _traces(prob, grid, found, top, span, options)
+
+
+def hint_levels(hint: CurveHint) -> tuple[int, ...]:
+    return tuple(sorted(set(hint.levels) | {0}))
+
+
+def _order(hints: list[CurveHint]) -> list[int]:
+    """Solid curves first (their paths are surest), then by how much their hints say."""
+    def told(k: int) -> tuple[int, int]:
+        h = hints[k]
+        return (0 if h.style == "solid" else 1, -(h.style is not None) - (h.ink is not None) - len(h.anchors))
+    return sorted(range(len(hints)), key=told)
+
+
+def _grid(prob: np.ndarray, top: float, bottom: float, threshold: float) -> _Grid:
+    height = prob.shape[0]
+    first = max(0, int(math.ceil(top - 1e-6)))
+    last = min(height - 1, int(math.floor(bottom + 1e-6)))
+    last = max(last, first)
+    rows = last - first + 1
+    step = max(1, math.ceil(rows / MAX_BINS))
+    bins = math.ceil(rows / step)
+    block = np.zeros((bins * step, prob.shape[1]), dtype=np.float32)
+    block[:rows] = prob[first : last + 1]
+    peak = block.reshape(bins, step, -1).max(axis=1)
+    # Full ink from the decision boundary up, none below half of it: a model's soft edges count a little.
+    ink = np.clip((peak - 0.5 * threshold) / (0.5 * threshold), 0.0, 1.0).astype(np.float32)
+    centre = first + (np.arange(bins) + 0.5) * step - 0.5
+    centre = np.minimum(centre, last)
+    return _Grid(first, step, ink, centre)
+
+
+@dataclass(frozen=True)
+class Tone:
+    """The scan on the probabilities' grid: darkness (H, W) 0 paper .. 1 black, and on a colour scan the
+    colour (H, W, 3) of the darkest pixel within a row of each pixel (a thin stroke's core)."""
+
+    darkness: np.ndarray
+    rgb: np.ndarray | None = None
+
+
+def _binned(grid: _Grid, values: np.ndarray, reduce: str = "max") -> np.ndarray:
+    """(bins, W, ...) of a per-pixel array over the track's rows, by bin (max or the first row's value)."""
+    first, step = grid.first, grid.step
+    bins = grid.ink.shape[0]
+    rows = min(values.shape[0] - first, bins * step)
+    block = np.zeros((bins * step, *values.shape[1:]), dtype=np.float32)
+    block[:rows] = values[first : first + rows]
+    shaped = block.reshape(bins, step, *values.shape[1:])
+    return shaped.max(axis=1) if reduce == "max" else shaped[:, step // 2]
+
+
+def _tone_cost(grid: _Grid, tone: Tone | None, hint: CurveHint, hints: list[CurveHint]) -> np.ndarray | None:
+    """(bins, W) cost of ink whose tone (dark/light) or colour the curve's hint contradicts; None where
+    the track's hints name no two tones or colours (then tone tells no curve from another) or the scan is
+    not at hand."""
+    if tone is None or hint.ink is None:
+        return None
+    colours = {h.ink for h in hints if h.ink in INK_COLOURS}
+    if hint.ink in INK_COLOURS:
+        return _colour_cost(grid, tone, hint.ink, colours) if len(colours) > 1 and tone.rgb is not None else None
+    inks = {h.ink for h in hints}
+    if not {"dark", "light"} <= inks:
+        return None
+    dark = _binned(grid, tone.darkness)
+    # A stroke one pixel wide may fall between two rows: its darkest neighbour row says its tone.
+    dark = np.maximum(dark, np.maximum(np.roll(dark, 1, axis=0), np.roll(dark, -1, axis=0)))
+    on = grid.ink >= 0.5
+    split = _split_tone(dark[on])
+    if split is None:
+        return None
+    low, mid, high = split
+    if hint.ink == "dark":
+        wrong = np.clip((mid - dark) / max(mid - low, 1e-3), 0.0, 1.0)
+    else:
+        wrong = np.clip((dark - mid) / max(high - mid, 1e-3), 0.0, 1.0)
+    return (TONE_COST * wrong).astype(np.float32)
+
+
+def _colour_cost(grid: _Grid, tone: Tone, ink: str, colours: set[str]) -> np.ndarray:
+    """(bins, W) cost of ink nearer another declared colour than this curve's."""
+    assert tone.rgb is not None
+    rgb = _binned(grid, tone.rgb, reduce="centre")
+    distance = {name: np.linalg.norm(rgb - np.array(INK_COLOURS[name], dtype=np.float32), axis=-1) / 255.0
+                for name in colours}
+    others = np.min(np.stack([d for name, d in distance.items() if name != ink]), axis=0)
+    wrong = np.clip((distance[ink] - others) / 0.2 + 0.5, 0.0, 1.0)
+    return (TONE_COST * wrong).astype(np.float32)
+
+
+def _split_tone(values: np.ndarray) -> tuple[float, float, float] | None:
+    """Two tones of ink on the track (two-means): (light mean, boundary, dark mean), or None where the ink
+    is of one tone (a 1-bit scan)."""
+    if values.size < 20:
+        return None
+    lo, hi = float(np.quantile(values, 0.1)), float(np.quantile(values, 0.9))
+    if hi - lo < 0.08:
+        return None
+    mid = 0.5 * (lo + hi)
+    for _ in range(10):
+        a, b = values[values < mid], values[values >= mid]
+        if a.size == 0 or b.size == 0:
+            return None
+        lo, hi = float(a.mean()), float(b.mean())
+        mid = 0.5 * (lo + hi)
+    return lo, mid, hi
+
+
+def _own_cost(grid: _Grid, hint: CurveHint, tone: np.ndarray | None) -> np.ndarray:
+    """(W, bins) cost of the curve's path through each bin, before the other curves and the levels."""
+    miss = MISS_COST.get(hint.style, MISS_COST[None])
+    cost = miss * (1.0 - grid.ink)
+    if tone is not None:
+        cost = cost + grid.ink * np.minimum(tone, 0.9 * miss)  # tone never makes paper cheaper than ink
+    return np.ascontiguousarray(cost.T, dtype=np.float32)
+
+
+def _add_anchors(cost: np.ndarray, grid: _Grid, hint: CurveHint, top: float, span: float) -> None:
+    """In place: near each anchor's column, the path's distance from the anchor (on any level) costs."""
+    width, bins = cost.shape
+    reach = max(2, width // 400)
+    f = (grid.centre - top) / span
+    for col, u in hint.anchors:
+        c = int(round(col))
+        lo, hi = max(0, c - reach), min(width, c + reach + 1)
+        if lo >= hi:
+            continue
+        # Cheapest over the levels: the level itself is the Viterbi's to choose; the position is not.
+        off = np.min(np.abs(f[None, :] + np.array(hint_levels(hint))[:, None] - u), axis=0)
+        cost[lo:hi] += (ANCHOR_COST * np.minimum(off, 1.0)).astype(np.float32)[None, :]
+
+
+def _share_cost(grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray] | None], k: int,
+                hints: list[CurveHint]) -> np.ndarray:
+    """(W, bins) cost of ink that other curves' paths take: the whole run of ink each is in (a thick
+    stroke's edge rows are as much that curve's as its centre), or the bins beside it on paper."""
+    width, bins = grid.ink.shape[1], grid.ink.shape[0]
+    taken = np.zeros((width, bins), dtype=bool)
+    cols = np.arange(width)
+    on = grid.ink.T >= 0.5  # (W, bins)
+    starts = on & ~np.concatenate([np.zeros((width, 1), dtype=bool), on[:, :-1]], axis=1)
+    label = np.where(on, np.cumsum(starts, axis=1), 0)  # runs numbered from 1 in each column, 0 on paper
+    for j, path in enumerate(paths):
+        if j == k or path is None:
+            continue
+        mine = label[cols, path[0]]
+        taken |= (label == mine[:, None]) & (mine[:, None] > 0)
+        for d in (-1, 0, 1):
+            taken[cols, np.clip(path[0] + d, 0, bins - 1)] = True
+    miss = MISS_COST.get(hints[k].style, MISS_COST[None])
+    return (SHARE * miss) * taken * grid.ink.T
+
+
+def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
+             span: float) -> tuple[np.ndarray, np.ndarray]:
+    """The cheapest path of (bin, level) per column: (W,) bins and (W,) levels. A move between two
+    columns costs MOVE_COST per pixel of paper it crosses (in either column) and INK_SPACING of that per
+    pixel of ink: a steep stretch, a kick or a wrap through the track's edge is drawn as a run of ink
+    across the rows it moves over, a jump onto another curve is not."""
+    width, bins = cost.shape
+    n_levels = len(levels)
+    f = (grid.centre - top) / span
+    position = np.concatenate([(f + level) * span for level in levels])  # pixels, unwrapped, ascending
+    spacing = np.diff(position)
+    level_of = np.repeat(np.array(levels, dtype=np.int8), bins)
+    off_level = np.repeat(np.array([LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
+    states = n_levels * bins
+    index = np.arange(states)
+    ink = grid.ink.T.astype(np.float64)  # (W, bins)
+    back = np.zeros((width, states), dtype=np.int16 if states < 32000 else np.int32)
+    total = np.tile(cost[0].astype(np.float64), n_levels) + off_level
+    for col in range(1, width):
+        either = np.tile(np.maximum(ink[col - 1], ink[col]), n_levels)
+        steps = spacing * (1.0 - (1.0 - INK_SPACING) * np.minimum(either[:-1], either[1:]))
+        slope = MOVE_COST * np.concatenate(([0.0], np.cumsum(steps)))
+        down = total - slope  # from a state at or above: cummin over ascending positions
+        best_down = np.minimum.accumulate(down)
+        from_down = np.maximum.accumulate(np.where(down == best_down, index, 0))
+        up = (total + slope)[::-1]
+        best_up = np.minimum.accumulate(up)
+        from_up = (states - 1 - np.maximum.accumulate(np.where(up == best_up, index, 0)))[::-1]
+        via_down, via_up = best_down + slope, best_up[::-1] - slope
+        came = np.where(via_down <= via_up, from_down, from_up)
+        moved = np.minimum(via_down, via_up)
+        jump = int(np.argmin(total))
+        far = total[jump] + JUMP_COST
+        jumped = far < moved
+        came = np.where(jumped, jump, came)
+        back[col] = came
+        total = np.where(jumped, far, moved) + np.tile(cost[col], n_levels) + off_level
+    state = int(np.argmin(total))
+    chosen = np.empty(width, dtype=np.int64)
+    for col in range(width - 1, -1, -1):
+        chosen[col] = state
+        state = int(back[col, state])
+    return chosen % bins, level_of[chosen]
+
+
+def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray]], top: float, span: float,
+            options: TraceOptions) -> list[ColumnTrace]:
+    """Paths -> column traces: on ink, the centroid of the run under the path (its share of a run other
+    paths are in too); across paper, bridged up to max_gap columns."""
+    height, width = prob.shape
+    runs = RunTable(prob, options.threshold, top, span)
+    count = len(paths)
+    rows = np.full((count, width), np.nan)
+    conf = np.zeros((count, width), dtype=np.float32)
+    ink = grid.ink
+    for col in range(width):
+        lists, first, last = runs.column(col)
+        if first == last:
+            continue
+        lo, hi, confidence = lists[0], lists[1], lists[3]
+        members: dict[int, list[int]] = {}
+        for k, (b, _) in enumerate(paths):
+            if ink[b[col], col] < 0.5:
+                continue
+            run = _run_under(lo, hi, first, last, grid, int(b[col]))
+            if run >= 0:
+                members.setdefault(run, []).append(k)
+        for run, ks in members.items():
+            centres = _centres(prob, col, lo[run], hi[run], [grid.centre[paths[k][0][col]] for k in ks])
+            for k, centre in zip(ks, centres, strict=True):
+                rows[k, col], conf[k, col] = centre, confidence[run]
+    traces = []
+    for k, (_, level) in enumerate(paths):
+        lev = np.where(np.isfinite(rows[k]), level, 0).astype(np.int8)
+        u = (rows[k] - top) / span + lev
+        bridged = _bridge(u, lev, conf[k], options.max_gap)
+        traces.append(ColumnTrace(u, lev, top + (u - lev) * span, conf[k], bridged))
+    return traces
+
+
+def _run_under(lo: list[int], hi: list[int], first: int, last: int, grid: _Grid, b: int) -> int:
+    """The run of the column that covers bin `b` (the nearest one touching the bin's rows), or -1."""
+    row_lo = grid.first + b * grid.step
+    row_hi = row_lo + grid.step - 1
+    best, best_d = -1, math.inf
+    for r in range(first, last):
+        if lo[r] <= row_hi + 1 and hi[r] >= row_lo - 1:
+            d = max(0, lo[r] - row_hi, row_lo - hi[r])
+            if d < best_d:
+                best, best_d = r, d
+    return best
+
+
+def _centres(prob: np.ndarray, col: int, lo: int, hi: int, wanted: list[float]) -> list[float]:
+    """Centroids of a run's rows (one row of margin either side) split between the paths in it: each
+    takes the rows nearer its own bin than the others' (paths in one place share them)."""
+    rows = np.arange(max(lo - 1, 0), min(hi + 2, prob.shape[0]))
+    weights = prob[rows, col].astype(np.float64)
+    if len(wanted) == 1:
+        return [float((weights * rows).sum() / max(weights.sum(), 1e-9))]
+    centres = []
+    targets = np.array(wanted)
+    nearest = np.argmin(np.abs(rows[:, None] - targets[None, :]), axis=1)
+    for w in wanted:
+        mine = np.abs(targets - w) < 1e-9
+        pick = mine[nearest]
+        mass = (weights * pick).sum()
+        centres.append(float((weights * pick * rows).sum() / mass) if mass > 1e-9 else float(w))
+    return centres
