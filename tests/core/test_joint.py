@@ -87,3 +87,22 @@ def test_no_curve_wraps_to_a_side_without_a_declared_backup_scale() -> None:
     apart = np.flatnonzero(level == 0)
     found = apart[np.isfinite(wrapped_trace.u[apart])]
     assert np.median(np.abs(wrapped_trace.u[found] - fraction[found])) < 0.02
+
+
+def test_a_curve_that_wraps_is_read_on_its_backup_scale_past_the_edge_and_on_its_own_scale_after() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    # Past the bottom edge for a few tens of columns, then for a long stretch; back on its own scale after.
+    fraction = 0.45 + 0.75 * (np.exp(-(((x - 80) / 25) ** 2)) + np.exp(-(((x - 270) / 80) ** 4)))
+    level = (fraction > 1).astype(np.int8)
+    # As a plotter draws it: the pen runs on past the bottom edge and, on the backup scale, in from the top.
+    inside = ((np.arange(HEIGHT) >= TOP) & (np.arange(HEIGHT) <= BOTTOM))[:, None]
+    pieces = [draw(TOP + (fraction - side) * SPAN, height=HEIGHT)[0] * inside for side in (0, 1)]
+    other_rows = TOP + (0.3 + 0.15 * np.sin(2 * np.pi * x / 120)) * SPAN
+    other, _ = draw(other_rows, (x % 6) < 4)  # dashed, crossing the wrapped curve's backup stretch
+    prob = np.maximum.reduce([pieces[0], pieces[1], other])
+    hints = [CurveHint("solid", levels=(0, 1)), CurveHint("dashed")]
+    wrapped_trace, _ = trace_joint(prob, TOP, BOTTOM, hints)
+    found = np.isfinite(wrapped_trace.u)
+    assert level.sum() > 140 and found.mean() > 0.97
+    assert np.mean(wrapped_trace.level[found] == level[found]) > 0.97  # on the backup scale exactly where drawn
+    assert np.median(np.abs(wrapped_trace.u[found] - fraction[found])) < 0.02

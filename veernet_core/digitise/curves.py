@@ -87,18 +87,20 @@ def assigned_by_tracer(num_classes: int, calibration: Calibration) -> bool:
 
 def hints_differ(calibration: Calibration) -> bool:
     """Whether the hints tell some of the curves apart (style, ink or anchors): otherwise the joint tracer
-    has nothing to trace each curve as, and the column tracer's continuity through crossings is better."""
+    still keeps the curves apart (by continuity, shared ink, the tones it finds), but its order names
+    nothing, and the naming step marks the curves ambiguous."""
     curves = calibration.curves
     return any(c.anchors for c in curves) or len({(c.style, c.ink) for c in curves}) > 1
 
 
 def trace_channels(probabilities: np.ndarray, calibration: Calibration,
                    options: TraceOptions = DEFAULT_TRACE, scan: ScanPixels | None = None) -> list[ColumnTrace]:
-    """One column trace per calibrated curve, in the calibration's order, read from its channel; `scan`
-    (on the probabilities' grid) lends several curves of one channel their ink's tone."""
+    """One column trace per calibrated curve, in the calibration's order, read from its channel; several
+    curves of one channel are traced together (`joint.trace_joint`), with `scan` (on the probabilities'
+    grid) lending them their ink's tone."""
     traces: list[ColumnTrace | None] = [None] * len(calibration.curves)
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
-        if len(members) > 1 and hints_differ(calibration):
+        if len(members) > 1:
             hints = [curve_hint(calibration, i) for i in members]
             found = trace_joint(probabilities[channel], calibration.track_top, calibration.track_bottom, hints,
                                 tone_of(scan, calibration), options)

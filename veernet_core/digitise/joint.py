@@ -39,13 +39,19 @@ MAX_BINS = 128  # rows of a track the paths resolve at most: a tall track is rea
 # about as much paper as ink), so paper tells a solid curve from a broken one, not one broken style from
 # another. Unknown style: between the two.
 MISS_COST = {"solid": 1.0, "dashed": 0.5, "dash-dot": 0.5, "dotted": 0.4, None: 0.7}
-MOVE_COST = 0.002  # per pixel a path moves between columns: ink decides, movement only breaks near ties
-INK_SPACING = 1.0  # a move along a run of ink costs this share of a move across paper
-JUMP_COST = 2.5  # the most any move costs: after a long gap a curve may come back anywhere
-SHARE = 1.0  # ink another curve's path takes costs this share of the curve's own cost of paper
+MOVE_COST = 0.005  # per pixel a path moves between columns: ink decides, movement only breaks near ties
+INK_SPACING = 0.3  # a move along a run of ink costs this share of a move across paper
+JUMP_COST = 2.5  # the most a move within a level costs: after a long gap a curve may come back anywhere
+WRAP_COST = 0.02  # a step through the track's edge onto a backup scale (or back)
+HOP_COST = 0.5  # a change of level anywhere but at an edge: undoes a wrong wrap
+EDGE_MARGIN = 0.15  # share of the track by either edge that a step through that edge may start or end in
+SHARE = 0.5  # ink another curve's path takes costs this share of the curve's own cost of paper
+SHARE_UNLIKE = 1.0  # the same, for ink of a curve declared in another style or ink
 TONE_COST = 0.6  # ink of the wrong tone (dark for a light curve, light for a dark one), at most, per column
 LEVEL_COST = 0.002  # per column on a backup scale: a curve that could be on either is on its own
+START_LEVEL_COST = 0.5  # a path that starts on a backup scale, as if it had stepped through the edge to it
 ANCHOR_COST = 20.0  # per track width between an anchor and the path, near the anchor's column
+TONES_APART = 0.25  # darkness between a track's two tones of ink before they tell its curves apart unasked
 ROUNDS = 2  # passes of re-finding every path against the others' after the first
 
 
@@ -82,6 +88,11 @@ def trace_joint(prob: np.ndarray, top: float, bottom: float, hints: list[CurveHi
     paths: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(hints)
     for k in _order(hints):  # the most telling curves first: they claim their ink before the others guess
         paths[k] = _viterbi(costs[k] + _share_cost(grid, paths, k, hints), grid, hint_levels(hints[k]), top, span)
+    seen = _tones_seen(grid, tone, hints, paths)
+    if seen is not None:  # the hints name no tones, but the curves found show two: each keeps its own
+        costs = [_own_cost(grid, hint, _tone_cost(grid, tone, hint, seen)) for hint in seen]
+        for k, hint in enumerate(hints):
+            _add_anchors(costs[k], grid, hint, top, span)
     for _ in range(ROUNDS):
         for k in range(len(hints)):
             paths[k] = _viterbi(costs[k] + _share_cost(grid, paths, k, hints), grid, hint_levels(hints[k]),
@@ -167,6 +178,35 @@ def _tone_cost(grid: _Grid, tone: Tone | None, hint: CurveHint, hints: list[Curv
     return (TONE_COST * wrong).astype(np.float32)
 
 
+def _tones_seen(grid: _Grid, tone: Tone | None, hints: list[CurveHint],
+                paths: list[tuple[np.ndarray, np.ndarray] | None]) -> list[CurveHint] | None:
+    """Where the hints name no two tones (so `_tone_cost` has nothing to hold the ink against) but the
+    track's ink is of two tones and the first paths found lie each on one: the hints with each curve's
+    ink as its path shows it ("dark" or "light"), so that no curve takes the other tone's ink where they
+    cross. Two curves declared alike are still not told apart by name: only kept apart along the log."""
+    if tone is None or any(h.ink in INK_COLOURS for h in hints) or {"dark", "light"} <= {h.ink for h in hints}:
+        return None
+    dark = _binned(grid, tone.darkness)
+    dark = np.maximum(dark, np.maximum(np.roll(dark, 1, axis=0), np.roll(dark, -1, axis=0)))
+    split = _split_tone(dark[grid.ink >= 0.5])
+    if split is None or any(p is None for p in paths) or split[2] - split[0] < TONES_APART:
+        return None
+    low, mid, high = split
+    cols = np.arange(grid.ink.shape[1])
+    bins = np.stack([p[0] for p in paths if p is not None])  # (curves, W)
+    medians = []
+    for k in range(len(hints)):
+        alone = np.all((np.abs(np.delete(bins, k, axis=0) - bins[k]) > 2), axis=0)
+        on = alone & (grid.ink[bins[k], cols] >= 0.5)
+        if np.count_nonzero(on) < 20:
+            return None
+        medians.append(float(np.median(dark[bins[k][on], cols[on]])))
+    seen = ["dark" if m >= mid else "light" for m in medians]
+    if len(set(seen)) < 2 or max(medians) - min(medians) < 0.5 * (high - low):
+        return None
+    return [CurveHint(h.style, ink, h.levels, h.anchors) for h, ink in zip(hints, seen, strict=True)]
+
+
 def _colour_cost(grid: _Grid, tone: Tone, ink: str, colours: set[str]) -> np.ndarray:
     """(bins, W) cost of ink nearer another declared colour than this curve's."""
     assert tone.rgb is not None
@@ -223,9 +263,11 @@ def _add_anchors(cost: np.ndarray, grid: _Grid, hint: CurveHint, top: float, spa
 def _share_cost(grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray] | None], k: int,
                 hints: list[CurveHint]) -> np.ndarray:
     """(W, bins) cost of ink that other curves' paths take: the whole run of ink each is in (a thick
-    stroke's edge rows are as much that curve's as its centre), or the bins beside it on paper."""
+    stroke's edge rows are as much that curve's as its centre), or the bins beside it on paper. Ink of a
+    curve declared to look different (another style or ink) costs SHARE_UNLIKE, of one that may look the
+    same SHARE: nothing tells which of two such curves a touching stretch of ink is."""
     width, bins = grid.ink.shape[1], grid.ink.shape[0]
-    taken = np.zeros((width, bins), dtype=bool)
+    share = np.zeros((width, bins), dtype=np.float32)
     cols = np.arange(width)
     on = grid.ink.T >= 0.5  # (W, bins)
     starts = on & ~np.concatenate([np.zeros((width, 1), dtype=bool), on[:, :-1]], axis=1)
@@ -233,36 +275,51 @@ def _share_cost(grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray] | None], 
     for j, path in enumerate(paths):
         if j == k or path is None:
             continue
+        taken = np.zeros((width, bins), dtype=bool)
         mine = label[cols, path[0]]
         taken |= (label == mine[:, None]) & (mine[:, None] > 0)
         for d in (-1, 0, 1):
             taken[cols, np.clip(path[0] + d, 0, bins - 1)] = True
+        unlike = _told_apart(hints[j].style, hints[k].style) or _told_apart(hints[j].ink, hints[k].ink)
+        share = np.maximum(share, (SHARE_UNLIKE if unlike else SHARE) * taken)
     miss = MISS_COST.get(hints[k].style, MISS_COST[None])
-    return (SHARE * miss) * taken * grid.ink.T
+    return miss * share * grid.ink.T
+
+
+def _told_apart(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and a != b
 
 
 def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
              span: float) -> tuple[np.ndarray, np.ndarray]:
-    """The cheapest path of (bin, level) per column: (W,) bins and (W,) levels. A move between two
-    columns costs MOVE_COST per pixel of paper it crosses (in either column) and INK_SPACING of that per
-    pixel of ink: a steep stretch, a kick or a wrap through the track's edge is drawn as a run of ink
-    across the rows it moves over, a jump onto another curve is not."""
+    """The cheapest path of (bin, level) per column: (W,) bins and (W,) levels.
+
+    Positions are unwrapped (level + track fraction, ascending), so a curve leaving the track's bottom
+    edge and coming back at its top on the backup scale past it is a short step, and a change of level
+    anywhere else is a move across the whole track. A move between two columns costs MOVE_COST per pixel
+    of paper it crosses (in either column) and INK_SPACING of that per pixel of ink (a steep stretch or a
+    kick is drawn as a run of ink across the rows it moves over; a jump onto another curve is not), plus
+    WRAP_COST per edge it passes. After a gap a curve may come back anywhere on its level (JUMP_COST)."""
     width, bins = cost.shape
     n_levels = len(levels)
     f = (grid.centre - top) / span
     position = np.concatenate([(f + level) * span for level in levels])  # pixels, unwrapped, ascending
     spacing = np.diff(position)
+    edge = np.zeros(spacing.size)
+    edge[bins - 1 :: bins] = HOP_COST  # a change of level away from the edges (`_wraps`: through them)
+    margin = min(bins, max(1, math.ceil(EDGE_MARGIN * bins)))
     level_of = np.repeat(np.array(levels, dtype=np.int8), bins)
     off_level = np.repeat(np.array([LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
     states = n_levels * bins
     index = np.arange(states)
     ink = grid.ink.T.astype(np.float64)  # (W, bins)
     back = np.zeros((width, states), dtype=np.int16 if states < 32000 else np.int32)
-    total = np.tile(cost[0].astype(np.float64), n_levels) + off_level
+    start = np.repeat(np.array([START_LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
+    total = np.tile(cost[0].astype(np.float64), n_levels) + off_level + start
     for col in range(1, width):
         either = np.tile(np.maximum(ink[col - 1], ink[col]), n_levels)
-        steps = spacing * (1.0 - (1.0 - INK_SPACING) * np.minimum(either[:-1], either[1:]))
-        slope = MOVE_COST * np.concatenate(([0.0], np.cumsum(steps)))
+        steps = MOVE_COST * spacing * (1.0 - (1.0 - INK_SPACING) * np.minimum(either[:-1], either[1:])) + edge
+        slope = np.concatenate(([0.0], np.cumsum(steps)))
         down = total - slope  # from a state at or above: cummin over ascending positions
         best_down = np.minimum.accumulate(down)
         from_down = np.maximum.accumulate(np.where(down == best_down, index, 0))
@@ -272,7 +329,9 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
         via_down, via_up = best_down + slope, best_up[::-1] - slope
         came = np.where(via_down <= via_up, from_down, from_up)
         moved = np.minimum(via_down, via_up)
-        jump = int(np.argmin(total))
+        _wraps(total, position, bins, margin, moved, came)
+        per_level = total.reshape(n_levels, bins)
+        jump = np.repeat(np.argmin(per_level, axis=1) + np.arange(n_levels) * bins, bins)
         far = total[jump] + JUMP_COST
         jumped = far < moved
         came = np.where(jumped, jump, came)
@@ -286,15 +345,34 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     return chosen % bins, level_of[chosen]
 
 
+def _wraps(total: np.ndarray, position: np.ndarray, bins: int, margin: int, moved: np.ndarray,
+           came: np.ndarray) -> None:
+    """In place: the moves through an edge between two adjacent levels, from the `margin` bins of one
+    level nearest the edge to those of the other (a curve leaving the bottom comes back at the top on the
+    backup scale past it, and the other way): WRAP_COST plus MOVE_COST per pixel of unwrapped distance."""
+    for start in range(bins, total.size, bins):  # the first bin of each level but the lowest
+        below = np.arange(start - margin, start)
+        above = np.arange(start, start + margin)
+        for sources, targets in ((below, above), (above, below)):
+            step = total[sources][:, None] + MOVE_COST * np.abs(position[targets][None, :] - position[sources][:, None])
+            best = np.argmin(step, axis=0)
+            cheaper = step[best, np.arange(targets.size)] + WRAP_COST
+            better = cheaper < moved[targets]
+            moved[targets] = np.where(better, cheaper, moved[targets])
+            came[targets] = np.where(better, sources[best], came[targets])
+
+
 def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray]], top: float, span: float,
             options: TraceOptions) -> list[ColumnTrace]:
     """Paths -> column traces: on ink, the centroid of the run under the path (its share of a run other
-    paths are in too); across paper, bridged up to max_gap columns."""
+    paths are in too); across paper, bridged up to max_gap columns. A curve riding on another's ink for
+    longer than max_gap (`_riders`) is null there, as it is across paper."""
     height, width = prob.shape
     runs = RunTable(prob, options.threshold, top, span)
     count = len(paths)
     rows = np.full((count, width), np.nan)
     conf = np.zeros((count, width), dtype=np.float32)
+    run_of = np.full((count, width), -1, dtype=np.int64)
     ink = grid.ink
     for col in range(width):
         lists, first, last = runs.column(col)
@@ -308,10 +386,13 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
             run = _run_under(lo, hi, first, last, grid, int(b[col]))
             if run >= 0:
                 members.setdefault(run, []).append(k)
+                run_of[k, col] = first + run
         for run, ks in members.items():
             centres = _centres(prob, col, lo[run], hi[run], [grid.centre[paths[k][0][col]] for k in ks])
             for k, centre in zip(ks, centres, strict=True):
                 rows[k, col], conf[k, col] = centre, confidence[run]
+    for rider, start, stop in _riders(run_of, [p[0] for p in paths], ink, options.max_gap):
+        rows[rider, start:stop], conf[rider, start:stop] = np.nan, 0.0
     traces = []
     for k, (_, level) in enumerate(paths):
         lev = np.where(np.isfinite(rows[k]), level, 0).astype(np.int8)
@@ -319,6 +400,36 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
         bridged = _bridge(u, lev, conf[k], options.max_gap)
         traces.append(ColumnTrace(u, lev, top + (u - lev) * span, conf[k], bridged))
     return traces
+
+
+def _riders(run_of: np.ndarray, bins: list[np.ndarray], ink: np.ndarray, longest: int) -> list[tuple[int, int, int]]:
+    """(curve, start, stop) where a curve's path rides on another's ink: the two share a run of ink in
+    more than `longest` columns in a row (two curves crossing share it for a few), and the one path came
+    onto it or left it from paper or by a jump at more of the stretch's ends than the other, whose ink
+    it is. Where neither tells, both keep it."""
+    count = run_of.shape[0]
+    found = []
+    for k in range(count):
+        for j in range(k + 1, count):
+            shared = (run_of[k] >= 0) & (run_of[k] == run_of[j])
+            edges = np.flatnonzero(np.diff(np.concatenate(([0], shared.astype(np.int8), [0]))))
+            for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+                if b - a <= longest:
+                    continue
+                abrupt = [_abrupt(bins[p], ink, a, b) for p in (k, j)]
+                if abrupt[0] != abrupt[1]:
+                    found.append(((k, j)[int(np.argmax(abrupt))], a, b))
+    return found
+
+
+def _abrupt(path: np.ndarray, ink: np.ndarray, start: int, stop: int) -> int:
+    """At how many ends of the columns [start, stop) the path comes from (or goes to) paper or jumps."""
+    width, jump = path.size, max(2, ink.shape[0] // 10)
+    count = 0
+    for inside, outside in ((start, start - 1), (stop - 1, stop)):
+        if 0 <= outside < width:
+            count += int(ink[path[outside], outside] < 0.5 or abs(int(path[outside]) - int(path[inside])) > jump)
+    return count
 
 
 def _run_under(lo: list[int], hi: list[int], first: int, last: int, grid: _Grid, b: int) -> int:
