@@ -97,10 +97,12 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
                    options: TraceOptions = DEFAULT_TRACE, scan: ScanPixels | None = None) -> list[ColumnTrace]:
     """One column trace per calibrated curve, in the calibration's order, read from its channel; several
     curves of one channel are traced together (`joint.trace_joint`), with `scan` (on the probabilities'
-    grid) lending them their ink's tone."""
+    grid) lending them their ink's tone. One curve alone in a binary channel is traced so too where it
+    declares a backup scale (the joint tracer's levels change only through the edges); with none declared,
+    the column tracer follows it past any edge, so that an undeclared wrap is read where drawn and flagged."""
     traces: list[ColumnTrace | None] = [None] * len(calibration.curves)
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
-        if len(members) > 1:
+        if len(members) > 1 or (probabilities.shape[0] == 2 and calibration.curves[members[0]].wrap_levels):
             hints = [curve_hint(calibration, i) for i in members]
             found = trace_joint(probabilities[channel], calibration.track_top, calibration.track_bottom, hints,
                                 tone_of(scan, calibration), options)

@@ -365,14 +365,12 @@ def _wraps(total: np.ndarray, position: np.ndarray, bins: int, margin: int, move
 def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray]], top: float, span: float,
             options: TraceOptions) -> list[ColumnTrace]:
     """Paths -> column traces: on ink, the centroid of the run under the path (its share of a run other
-    paths are in too); across paper, bridged up to max_gap columns. A curve riding on another's ink for
-    longer than max_gap (`_riders`) is null there, as it is across paper."""
+    paths are in too); across paper, bridged up to max_gap columns."""
     height, width = prob.shape
     runs = RunTable(prob, options.threshold, top, span)
     count = len(paths)
     rows = np.full((count, width), np.nan)
     conf = np.zeros((count, width), dtype=np.float32)
-    run_of = np.full((count, width), -1, dtype=np.int64)
     ink = grid.ink
     for col in range(width):
         lists, first, last = runs.column(col)
@@ -386,13 +384,10 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
             run = _run_under(lo, hi, first, last, grid, int(b[col]))
             if run >= 0:
                 members.setdefault(run, []).append(k)
-                run_of[k, col] = first + run
         for run, ks in members.items():
             centres = _centres(prob, col, lo[run], hi[run], [grid.centre[paths[k][0][col]] for k in ks])
             for k, centre in zip(ks, centres, strict=True):
                 rows[k, col], conf[k, col] = centre, confidence[run]
-    for rider, start, stop in _riders(run_of, [p[0] for p in paths], ink, options.max_gap):
-        rows[rider, start:stop], conf[rider, start:stop] = np.nan, 0.0
     traces = []
     for k, (_, level) in enumerate(paths):
         lev = np.where(np.isfinite(rows[k]), level, 0).astype(np.int8)
@@ -400,36 +395,6 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
         bridged = _bridge(u, lev, conf[k], options.max_gap)
         traces.append(ColumnTrace(u, lev, top + (u - lev) * span, conf[k], bridged))
     return traces
-
-
-def _riders(run_of: np.ndarray, bins: list[np.ndarray], ink: np.ndarray, longest: int) -> list[tuple[int, int, int]]:
-    """(curve, start, stop) where a curve's path rides on another's ink: the two share a run of ink in
-    more than `longest` columns in a row (two curves crossing share it for a few), and the one path came
-    onto it or left it from paper or by a jump at more of the stretch's ends than the other, whose ink
-    it is. Where neither tells, both keep it."""
-    count = run_of.shape[0]
-    found = []
-    for k in range(count):
-        for j in range(k + 1, count):
-            shared = (run_of[k] >= 0) & (run_of[k] == run_of[j])
-            edges = np.flatnonzero(np.diff(np.concatenate(([0], shared.astype(np.int8), [0]))))
-            for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-                if b - a <= longest:
-                    continue
-                abrupt = [_abrupt(bins[p], ink, a, b) for p in (k, j)]
-                if abrupt[0] != abrupt[1]:
-                    found.append(((k, j)[int(np.argmax(abrupt))], a, b))
-    return found
-
-
-def _abrupt(path: np.ndarray, ink: np.ndarray, start: int, stop: int) -> int:
-    """At how many ends of the columns [start, stop) the path comes from (or goes to) paper or jumps."""
-    width, jump = path.size, max(2, ink.shape[0] // 10)
-    count = 0
-    for inside, outside in ((start, start - 1), (stop - 1, stop)):
-        if 0 <= outside < width:
-            count += int(ink[path[outside], outside] < 0.5 or abs(int(path[outside]) - int(path[inside])) > jump)
-    return count
 
 
 def _run_under(lo: list[int], hi: list[int], first: int, last: int, grid: _Grid, b: int) -> int:
