@@ -304,22 +304,19 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     n_levels = len(levels)
     f = (grid.centre - top) / span
     position = np.concatenate([(f + level) * span for level in levels])  # pixels, unwrapped, ascending
-    spacing = np.diff(position)
-    edge = np.zeros(spacing.size)
-    edge[bins - 1 :: bins] = HOP_COST  # a change of level away from the edges (`_wraps`: through them)
-    margin = min(bins, max(1, math.ceil(EDGE_MARGIN * bins)))
-    level_of = np.repeat(np.array(levels, dtype=np.int8), bins)
-    off_level = np.repeat(np.array([LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
     states = n_levels * bins
     index = np.arange(states)
-    ink = grid.ink.T.astype(np.float64)  # (W, bins)
+    slopes = _slopes(grid, position, n_levels)
+    wraps = _wrap_steps(position, bins, min(bins, max(1, math.ceil(EDGE_MARGIN * bins))))
+    level_of = np.repeat(np.array(levels, dtype=np.int8), bins)
+    off_level = np.repeat(np.array([LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
+    here = np.tile(cost.astype(np.float64), (1, n_levels)) + off_level[None, :]  # (W, states)
     back = np.zeros((width, states), dtype=np.int16 if states < 32000 else np.int32)
     start = np.repeat(np.array([START_LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
-    total = np.tile(cost[0].astype(np.float64), n_levels) + off_level + start
+    total = here[0] + start
+    firsts = np.arange(n_levels) * bins
     for col in range(1, width):
-        either = np.tile(np.maximum(ink[col - 1], ink[col]), n_levels)
-        steps = MOVE_COST * spacing * (1.0 - (1.0 - INK_SPACING) * np.minimum(either[:-1], either[1:])) + edge
-        slope = np.concatenate(([0.0], np.cumsum(steps)))
+        slope = slopes[col - 1]
         down = total - slope  # from a state at or above: cummin over ascending positions
         best_down = np.minimum.accumulate(down)
         from_down = np.maximum.accumulate(np.where(down == best_down, index, 0))
@@ -329,14 +326,18 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
         via_down, via_up = best_down + slope, best_up[::-1] - slope
         came = np.where(via_down <= via_up, from_down, from_up)
         moved = np.minimum(via_down, via_up)
-        _wraps(total, position, bins, margin, moved, came)
-        per_level = total.reshape(n_levels, bins)
-        jump = np.repeat(np.argmin(per_level, axis=1) + np.arange(n_levels) * bins, bins)
+        for sources, targets, step in wraps:
+            through = total[sources][:, None] + step
+            best = np.argmin(through, axis=0)
+            cheaper = through[best, np.arange(targets.size)]
+            better = cheaper < moved[targets]
+            moved[targets] = np.where(better, cheaper, moved[targets])
+            came[targets] = np.where(better, sources[best], came[targets])
+        jump = np.repeat(np.argmin(total.reshape(n_levels, bins), axis=1) + firsts, bins)
         far = total[jump] + JUMP_COST
         jumped = far < moved
-        came = np.where(jumped, jump, came)
-        back[col] = came
-        total = np.where(jumped, far, moved) + np.tile(cost[col], n_levels) + off_level
+        back[col] = np.where(jumped, jump, came)
+        total = np.where(jumped, far, moved) + here[col]
     state = int(np.argmin(total))
     chosen = np.empty(width, dtype=np.int64)
     for col in range(width - 1, -1, -1):
@@ -345,21 +346,32 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     return chosen % bins, level_of[chosen]
 
 
-def _wraps(total: np.ndarray, position: np.ndarray, bins: int, margin: int, moved: np.ndarray,
-           came: np.ndarray) -> None:
-    """In place: the moves through an edge between two adjacent levels, from the `margin` bins of one
-    level nearest the edge to those of the other (a curve leaving the bottom comes back at the top on the
-    backup scale past it, and the other way): WRAP_COST plus MOVE_COST per pixel of unwrapped distance."""
-    for start in range(bins, total.size, bins):  # the first bin of each level but the lowest
-        below = np.arange(start - margin, start)
-        above = np.arange(start, start + margin)
+def _slopes(grid: _Grid, position: np.ndarray, n_levels: int) -> np.ndarray:
+    """(W - 1, states) cumulative cost of moving up the unwrapped positions between each column and the
+    next: MOVE_COST per pixel, INK_SPACING of that where both columns' bins are ink in either column,
+    HOP_COST between one level's last bin and the next level's first (a change of level away from the
+    edges; `_wrap_steps` are those through them)."""
+    bins = grid.ink.shape[0]
+    ink = grid.ink.T.astype(np.float64)
+    either = np.tile(np.maximum(ink[:-1], ink[1:]), (1, n_levels))  # (W - 1, states)
+    along = np.minimum(either[:, :-1], either[:, 1:])
+    steps = (MOVE_COST * np.diff(position))[None, :] * (1.0 - (1.0 - INK_SPACING) * along)
+    steps[:, bins - 1 :: bins] += HOP_COST
+    return np.concatenate([np.zeros((steps.shape[0], 1)), np.cumsum(steps, axis=1)], axis=1)
+
+
+def _wrap_steps(position: np.ndarray, bins: int, margin: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(sources, targets, cost) of the moves through an edge between two adjacent levels, from the
+    `margin` bins of one level nearest the edge to those of the other (a curve leaving the bottom comes
+    back at the top on the backup scale past it, and the other way): WRAP_COST plus MOVE_COST per pixel of
+    unwrapped distance."""
+    steps = []
+    for first in range(bins, position.size, bins):  # the first bin of each level but the lowest
+        below, above = np.arange(first - margin, first), np.arange(first, first + margin)
         for sources, targets in ((below, above), (above, below)):
-            step = total[sources][:, None] + MOVE_COST * np.abs(position[targets][None, :] - position[sources][:, None])
-            best = np.argmin(step, axis=0)
-            cheaper = step[best, np.arange(targets.size)] + WRAP_COST
-            better = cheaper < moved[targets]
-            moved[targets] = np.where(better, cheaper, moved[targets])
-            came[targets] = np.where(better, sources[best], came[targets])
+            distance = np.abs(position[targets][None, :] - position[sources][:, None])
+            steps.append((sources, targets, WRAP_COST + MOVE_COST * distance))
+    return steps
 
 
 def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray]], top: float, span: float,
