@@ -106,3 +106,20 @@ def test_a_curve_that_wraps_is_read_on_its_backup_scale_past_the_edge_and_on_its
     assert level.sum() > 140 and found.mean() > 0.97
     assert np.mean(wrapped_trace.level[found] == level[found]) > 0.97  # on the backup scale exactly where drawn
     assert np.median(np.abs(wrapped_trace.u[found] - fraction[found])) < 0.02
+
+
+def test_a_steep_stretch_crossed_by_another_curve_is_read_at_its_own_centre() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    # Kicks from near the top to near the bottom in a few columns, each through a flat solid curve.
+    steep_fraction = np.where((x // 50) % 2 == 0, 0.1, 0.9)
+    steep_fraction = np.convolve(np.pad(steep_fraction, 2, mode="edge"), np.ones(5) / 5, mode="valid")
+    steep, steep_centre = draw(TOP + steep_fraction * SPAN)
+    dashes = (x % 6) < 4
+    flat, flat_centre = draw(np.full(WIDTH, TOP + 0.5 * SPAN), dashes)
+    prob = np.maximum(steep, flat)
+    steep_trace, _ = trace_joint(prob, TOP, BOTTOM, [CurveHint("solid"), CurveHint("dashed")])
+    crossing = np.flatnonzero(np.abs(np.diff(steep_centre, prepend=steep_centre[0])) > 5)
+    crossing = crossing[(np.abs(steep_centre[crossing] - flat_centre[crossing]) < 12) & dashes[crossing]]
+    assert crossing.size >= 6, "the kicks must cross the flat curve for the test to mean anything"
+    error = np.abs(TOP + steep_trace.u[crossing] * SPAN - steep_centre[crossing])
+    assert np.max(error) < 1.5

@@ -384,6 +384,8 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
     rows = np.full((count, width), np.nan)
     conf = np.zeros((count, width), dtype=np.float32)
     ink = grid.ink
+    heights = runs.arrays[1] - runs.arrays[0] + 1
+    stroke = float(np.median(heights)) if heights.size else 1.0  # most runs are a stroke across a curve
     for col in range(width):
         lists, first, last = runs.column(col)
         if first == last:
@@ -397,7 +399,12 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
             if run >= 0:
                 members.setdefault(run, []).append(k)
         for run, ks in members.items():
-            centres = _centres(prob, col, lo[run], hi[run], [grid.centre[paths[k][0][col]] for k in ks])
+            wanted = [grid.centre[paths[k][0][col]] for k in ks]
+            steep = [_steep(grid, paths[k][0], col, stroke) for k in ks]
+            if len(ks) > 1 and any(steep) and not all(steep):
+                centres = _crossed(prob, col, lo[run], hi[run], wanted, steep, stroke)
+            else:
+                centres = _centres(prob, col, lo[run], hi[run], wanted)
             for k, centre in zip(ks, centres, strict=True):
                 rows[k, col], conf[k, col] = centre, confidence[run]
     traces = []
@@ -420,6 +427,31 @@ def _run_under(lo: list[int], hi: list[int], first: int, last: int, grid: _Grid,
             if d < best_d:
                 best, best_d = r, d
     return best
+
+
+def _steep(grid: _Grid, path: np.ndarray, col: int, stroke: float) -> bool:
+    """Whether the path moves more than two strokes between the columns either side of `col`: its ink
+    there is a run drawn across the rows it moves over, whose centre is where the curve is."""
+    before, after = path[max(col - 1, 0)], path[min(col + 1, path.size - 1)]
+    return bool(abs(grid.centre[after] - grid.centre[before]) > 2.0 * stroke)
+
+
+def _crossed(prob: np.ndarray, col: int, lo: int, hi: int, wanted: list[float], steep: list[bool],
+             stroke: float) -> list[float]:
+    """A run shared by a steep stretch of one curve and another curve crossing it: the steep ones split
+    the whole run (the run is theirs), each other one takes the centroid of a stroke's rows about its own
+    bin (splitting the run with it would pull the steep curve half a run away)."""
+    steep_wanted = [w for w, s in zip(wanted, steep, strict=True) if s]
+    steep_centres = iter(_centres(prob, col, lo, hi, steep_wanted))
+    centres = []
+    for w, s in zip(wanted, steep, strict=True):
+        if s:
+            centres.append(next(steep_centres))
+            continue
+        rows = np.arange(max(lo, math.floor(w - stroke / 2)), min(hi, math.ceil(w + stroke / 2)) + 1)
+        weights = prob[rows, col].astype(np.float64)
+        centres.append(float((weights * rows).sum() / weights.sum()) if weights.sum() > 1e-9 else float(w))
+    return centres
 
 
 def _centres(prob: np.ndarray, col: int, lo: int, hi: int, wanted: list[float]) -> list[float]:
