@@ -9,18 +9,24 @@ the track's rows on every wrap level the calibration allows it), at the least co
 
 * paper under the path, per column: dear for a solid curve, cheap for a broken style, whose gaps are
   paper by design (`MISS_COST`);
-* movement, per pixel between columns (unwrapped, so a wrap onto a declared backup scale is a short
-  step, and levels the curve has no backup scale for are never on offer), with a cap (`JUMP_COST`) so
-  that a curve can come back anywhere after a gap;
+* movement, per pixel between columns, cheaper along ink (`INK_SPACING`: a steep stretch is drawn as a
+  run across the rows it moves over; a jump onto another curve is not), with a cap (`JUMP_COST`) so
+  that a curve can come back anywhere on its level after a gap;
+* levels: positions are unwrapped, so a curve leaving the bottom edge comes back at the top on the
+  backup scale past it in a short step (`WRAP_COST`, between the bins by the edges); a change of level
+  anywhere else costs `HOP_COST`, each column on a backup scale `LEVEL_COST`, and levels the curve has no
+  backup scale for are never on offer;
 * ink whose tone the calibration's `ink` hint contradicts (on logs whose hints name both dark and light
-  ink), and ink another curve's path already takes (`SHARE`: two curves crossing share a run for a few
-  columns; one riding on another for long is dearer than paper);
+  ink, or, where no hint names two tones, the tones the first paths are found on: `_tones_seen`), and
+  ink another curve's path already takes (`SHARE` for curves that may look alike, whose touching ink
+  could be either's; `SHARE_UNLIKE`, as dear as paper, for curves declared to look different);
 * distance from the curve's anchors, near their columns.
 
 The paths are found one curve after another, each against the others' (coordinate descent, `ROUNDS`).
 A path only places a curve in a run; where it sits on ink, its position is the run's probability-weighted
 centroid (a steep stretch's whole vertical run, whose centre is where the curve is), split between
-curves that share the run; across paper it is bridged up to `max_gap` columns, then null.
+curves that share the run, except that a curve crossing a steep stretch takes only a stroke's rows about
+its own place (`_crossed`); across paper it is bridged up to `max_gap` columns, then null.
 """
 
 from __future__ import annotations
