@@ -58,7 +58,7 @@ LEVEL_COST = 0.002  # per column on a backup scale: a curve that could be on eit
 START_LEVEL_COST = 0.5  # a path that starts on a backup scale, as if it had stepped through the edge to it
 ANCHOR_COST = 20.0  # per track width between an anchor and the path, near the anchor's column
 TONES_APART = 0.25  # darkness between a track's two tones of ink before they tell its curves apart unasked
-ROUNDS = 2  # passes of re-finding every path against the others' after the first
+ROUNDS = 1  # passes of re-finding every path against the others' after the first
 
 
 @dataclass(frozen=True)
