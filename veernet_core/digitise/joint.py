@@ -19,7 +19,7 @@ the track's rows on every wrap level the calibration allows it), at the least co
 * ink whose tone the calibration's `ink` hint contradicts (on logs whose hints name both dark and light
   ink, or, where no hint names two tones, the tones the first paths are found on: `_tones_seen`), and
   ink another curve's path already takes (`SHARE` for curves that may look alike, whose touching ink
-  could be either's; `SHARE_UNLIKE`, as dear as paper, for curves declared to look different);
+  could be either's; `SHARE_UNLIKE`, as dear as paper, for curves declared in different line styles);
 * distance from the curve's anchors, near their columns.
 
 The paths are found one curve after another, each against the others' (coordinate descent, `ROUNDS`).
@@ -52,7 +52,7 @@ WRAP_COST = 0.02  # a step through the track's edge onto a backup scale (or back
 HOP_COST = 0.5  # a change of level anywhere but at an edge: undoes a wrong wrap
 EDGE_MARGIN = 0.15  # share of the track by either edge that a step through that edge may start or end in
 SHARE = 0.5  # ink another curve's path takes costs this share of the curve's own cost of paper
-SHARE_UNLIKE = 1.0  # the same, for ink of a curve declared in another style or ink
+SHARE_UNLIKE = 1.0  # the same, for ink of a curve declared in another line style
 TONE_COST = 0.6  # ink of the wrong tone (dark for a light curve, light for a dark one), at most, per column
 LEVEL_COST = 0.002  # per column on a backup scale: a curve that could be on either is on its own
 START_LEVEL_COST = 0.5  # a path that starts on a backup scale, as if it had stepped through the edge to it
@@ -270,8 +270,9 @@ def _share_cost(grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray] | None], 
                 hints: list[CurveHint]) -> np.ndarray:
     """(W, bins) cost of ink that other curves' paths take: the whole run of ink each is in (a thick
     stroke's edge rows are as much that curve's as its centre), or the bins beside it on paper. Ink of a
-    curve declared to look different (another style or ink) costs SHARE_UNLIKE, of one that may look the
-    same SHARE: nothing tells which of two such curves a touching stretch of ink is."""
+    curve declared in another line style costs SHARE_UNLIKE (as dear as paper: a broken curve's gaps are
+    paper, never the other curve's ink), of one that may be drawn alike SHARE: nothing tells which of two
+    such curves a touching stretch of ink is (an ink hint tells by tone, `_tone_cost`, not here)."""
     width, bins = grid.ink.shape[1], grid.ink.shape[0]
     share = np.zeros((width, bins), dtype=np.float32)
     cols = np.arange(width)
@@ -286,7 +287,7 @@ def _share_cost(grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray] | None], 
         taken |= (label == mine[:, None]) & (mine[:, None] > 0)
         for d in (-1, 0, 1):
             taken[cols, np.clip(path[0] + d, 0, bins - 1)] = True
-        unlike = _told_apart(hints[j].style, hints[k].style) or _told_apart(hints[j].ink, hints[k].ink)
+        unlike = _told_apart(hints[j].style, hints[k].style)
         share = np.maximum(share, (SHARE_UNLIKE if unlike else SHARE) * taken)
     miss = MISS_COST.get(hints[k].style, MISS_COST[None])
     return miss * share * grid.ink.T
