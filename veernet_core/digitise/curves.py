@@ -23,7 +23,8 @@ import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
 from veernet_core.digitise.identity import Naming, name_traces
-from veernet_core.digitise.ink import ScanPixels
+from veernet_core.digitise.ink import ScanPixels, page_of
+from veernet_core.digitise.joint import CurveHint, Tone, trace_joint
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 DEFAULT_TRACE = TraceOptions()  # frozen, so one shared default is safe
@@ -73,21 +74,72 @@ def digitise(probabilities: np.ndarray, calibration: Calibration, options: Trace
     named by the calibration's hints as the `scan`'s pixels bear them out (without it, by anchors alone)."""
     classes, height, width = probabilities.shape
     calibration.check(height, width)
-    naming = name_traces(trace_channels(probabilities, calibration, options), calibration, scan)
+    traces = trace_channels(probabilities, calibration, options, scan)
+    naming = name_traces(traces, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
     return calibrate(naming, calibration, (height, width))
 
 
+def assigned_by_tracer(num_classes: int, calibration: Calibration) -> bool:
+    """Whether `trace_channels` already named the traces: several curves in one channel are traced each
+    as its calibrated curve (`joint.trace_joint`); a channel per curve names them by its order."""
+    return num_classes == 2 and len(calibration.curves) > 1 and hints_differ(calibration)
+
+
+def hints_differ(calibration: Calibration) -> bool:
+    """Whether the hints tell some of the curves apart (style, ink or anchors): otherwise the joint tracer
+    still keeps the curves apart (by continuity, shared ink, the tones it finds), but its order names
+    nothing, and the naming step marks the curves ambiguous."""
+    curves = calibration.curves
+    return any(c.anchors for c in curves) or len({(c.style, c.ink) for c in curves}) > 1
+
+
 def trace_channels(probabilities: np.ndarray, calibration: Calibration,
-                   options: TraceOptions = DEFAULT_TRACE) -> list[ColumnTrace]:
-    """One column trace per calibrated curve, in the calibration's order, read from its channel."""
+                   options: TraceOptions = DEFAULT_TRACE, scan: ScanPixels | None = None) -> list[ColumnTrace]:
+    """One column trace per calibrated curve, in the calibration's order, read from its channel; several
+    curves of one channel are traced together (`joint.trace_joint`), with `scan` (on the probabilities'
+    grid) lending them their ink's tone. One curve alone in a binary channel is traced so too where it
+    declares a backup scale (the joint tracer's levels change only through the edges); with none declared,
+    the column tracer follows it past any edge, so that an undeclared wrap is read where drawn and flagged."""
     traces: list[ColumnTrace | None] = [None] * len(calibration.curves)
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
+        if len(members) > 1 or (probabilities.shape[0] == 2 and calibration.curves[members[0]].wrap_levels):
+            hints = [curve_hint(calibration, i) for i in members]
+            found = trace_joint(probabilities[channel], calibration.track_top, calibration.track_bottom, hints,
+                                tone_of(scan, calibration), options)
+            for index, trace in zip(members, found, strict=True):
+                traces[index] = trace
+            continue
         found = trace_curves(probabilities[channel], calibration.track_top, calibration.track_bottom,
                              len(members), options)
         wraps = [calibration.curves[i].wrap_levels for i in members]
         for index, trace in zip(members, _match_wraps(found, wraps), strict=True):
             traces[index] = trace
     return [trace for trace in traces if trace is not None]
+
+
+def curve_hint(calibration: Calibration, index: int) -> CurveHint:
+    """What the tracer may use of curve `index`'s calibration: style, ink, wrap levels, anchors."""
+    curve = calibration.curves[index]
+    anchors = tuple((float(calibration.depth.column_of(a.depth)), float(curve.to_fraction(a.value)))
+                    for a in curve.anchors)
+    return CurveHint(curve.style, curve.ink, (0, *curve.wrap_levels), anchors)
+
+
+def tone_of(scan: ScanPixels | None, calibration: Calibration) -> Tone | None:
+    """The scan's darkness per pixel, 0 on the paper .. 1 black (paper per column, as the naming step reads
+    it), and on a colour scan the colour of the darkest pixel within a row of each pixel."""
+    if scan is None:
+        return None
+    paper = page_of(scan, calibration.track_top, calibration.track_bottom).paper
+    gray = scan.gray.astype(np.float32)
+    darkness = np.clip((paper[None, :] - gray) / np.maximum(paper[None, :], 1.0), 0.0, 1.0)
+    if scan.colour is None:
+        return Tone(darkness)
+    height = gray.shape[0]
+    rows = np.arange(height)
+    around = np.stack([np.clip(rows + d, 0, height - 1) for d in (-1, 0, 1)])  # (3, H)
+    darkest = around[np.argmin(gray[around], axis=0), rows[:, None]]  # (H, W): row of the darkest neighbour
+    return Tone(darkness, scan.colour[darkest, np.arange(gray.shape[1])[None, :]].astype(np.float32))
 
 
 def calibrate(naming: Naming, calibration: Calibration, image_size: tuple[int, int]) -> Digitised:

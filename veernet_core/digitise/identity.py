@@ -56,8 +56,11 @@ class Naming:
     warnings: list[tuple[str, ...]]  # per curve: hints the scan contradicts
 
 
-def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None) -> Naming:
-    """The traces of one track (on the scan's own columns) named after the calibration's curves."""
+def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None,
+                assigned: bool = False) -> Naming:
+    """The traces of one track (on the scan's own columns) named after the calibration's curves. Traces
+    the tracer already `assigned` to the curves (`joint.trace_joint`: each traced as its curve, from its
+    hints) keep their curves; the scan's looks then only say how sure each name is, and warn."""
     span = calibration.track_bottom - calibration.track_top
     half = max(1, round(0.012 * span))  # rows either side of a trace that its stroke may cover
     near = _touching(traces, max(2.0 * half + 2.0, 2.0))
@@ -68,7 +71,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     looks = [[_look(scan, page, t, a, b, near, half) for t in traces] for a, b in bounds]
     evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
-    path = _best_path(evidence)
+    path = [tuple(range(len(traces)))] * len(bounds) if assigned else _best_path(evidence)
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored)
     warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration)

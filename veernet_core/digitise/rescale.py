@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from veernet_core.data import MIN_SIDE
 from veernet_core.digitise.calibration import Calibration, DepthScale
-from veernet_core.digitise.curves import Digitised, calibrate, digitise, trace_channels
+from veernet_core.digitise.curves import Digitised, assigned_by_tracer, calibrate, digitise, trace_channels
 from veernet_core.digitise.identity import name_traces
 from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
@@ -130,10 +130,16 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         return digitise(probabilities, calibration, options or TraceOptions(), scan)
     calibration.check(*resampling.scan_size)
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
-    traces = trace_channels(probabilities, small, options or TraceOptions())
+    # Several curves of one channel are traced with their ink's tone: the scan, on the model's grid.
+    small_scan = None if scan is None else ScanPixels(
+        resample_image(scan.gray, resampling.model_size),
+        None if scan.colour is None else np.stack([resample_image(np.ascontiguousarray(scan.colour[..., c]),
+                                                                  resampling.model_size) for c in range(3)], axis=-1))
+    traces = trace_channels(probabilities, small, options or TraceOptions(), small_scan)
     width = resampling.scan_size[1]
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
-    return calibrate(name_traces(mapped, calibration, scan), calibration, resampling.scan_size)
+    named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
+    return calibrate(named, calibration, resampling.scan_size)
 
 
 def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: float) -> ColumnTrace:

@@ -1,0 +1,125 @@
+"""Several curves of one binary channel traced together, each as its calibrated curve
+(`veernet_core.digitise.joint`): crossings told apart by ink, broken styles followed across their gaps,
+wraps only where a backup scale is declared."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veernet_core.digitise.joint import CurveHint, Tone, trace_joint
+
+HEIGHT, WIDTH, TOP, BOTTOM = 60, 400, 4.0, 55.0
+SPAN = BOTTOM - TOP
+
+
+def draw(rows: np.ndarray, inked: np.ndarray | None = None, stroke: float = 2.0,
+         height: int = HEIGHT) -> tuple[np.ndarray, np.ndarray]:
+    """A curve drawn as the generator draws it: each column's ink joins its row to halfway towards its
+    neighbours', plus half the stroke either side. Returns (ink mask as float, the span's centre row)."""
+    prev = np.concatenate(([rows[0]], rows[:-1]))
+    nxt = np.concatenate((rows[1:], [rows[-1]]))
+    lo = np.minimum.reduce([rows, (rows + prev) / 2, (rows + nxt) / 2]) - stroke / 2
+    hi = np.maximum.reduce([rows, (rows + prev) / 2, (rows + nxt) / 2]) + stroke / 2
+    grid = np.arange(height)[:, None]
+    mask = (grid >= lo[None, :]) & (grid <= hi[None, :])
+    if inked is not None:
+        mask &= inked[None, :]
+    return mask.astype(np.float32), (lo + hi) / 2
+
+
+def on_own(trace_u: np.ndarray, own: np.ndarray, other: np.ndarray, cols: np.ndarray) -> float:
+    """Share of `cols` where the trace is nearer its own curve's rows than the other's."""
+    rows = TOP + trace_u[cols] * SPAN
+    return float(np.mean(np.abs(rows - own[cols]) < np.abs(rows - other[cols])))
+
+
+def test_two_solid_curves_crossing_are_kept_apart_by_their_ink_tone() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    falling = TOP + (0.15 + 0.7 * x / WIDTH) * SPAN
+    wavy = TOP + (0.5 + 0.3 * np.sin(2 * np.pi * x / 160)) * SPAN  # crosses the falling line several times
+    dark, dark_rows = draw(falling)
+    light, light_rows = draw(wavy)
+    prob = np.maximum(dark, light)
+    tone = Tone(np.maximum(0.95 * dark, 0.35 * light))
+    hints = [CurveHint("solid", "light"), CurveHint("solid", "dark")]
+    light_trace, dark_trace = trace_joint(prob, TOP, BOTTOM, hints, tone)
+    apart = np.flatnonzero(np.abs(dark_rows - light_rows) > 4)
+    assert (np.diff(np.sign(falling - wavy)) != 0).sum() >= 3, "the curves must cross for the test to mean anything"
+    assert on_own(light_trace.u, light_rows, dark_rows, apart) > 0.97
+    assert on_own(dark_trace.u, dark_rows, light_rows, apart) > 0.97
+    for trace, centre in ((light_trace, light_rows), (dark_trace, dark_rows)):
+        error = np.abs(TOP + trace.u[apart] * SPAN - centre[apart])
+        assert np.median(error) < 0.5
+
+
+def test_a_dotted_curve_is_followed_across_its_gaps_beside_a_solid_one() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    solid_rows = TOP + (0.5 + 0.35 * np.sin(2 * np.pi * x / 230)) * SPAN
+    dotted_rows = TOP + (0.5 + 0.35 * np.cos(2 * np.pi * x / 170)) * SPAN
+    dots = (x % 3) == 0  # one column of ink, two of paper
+    solid, solid_centre = draw(solid_rows)
+    dotted, dotted_centre = draw(dotted_rows, dots)
+    prob = np.maximum(solid, dotted)
+    hints = [CurveHint("dotted"), CurveHint("solid")]
+    dotted_trace, solid_trace = trace_joint(prob, TOP, BOTTOM, hints)
+    apart = np.flatnonzero(np.abs(solid_centre - dotted_centre) > 4)
+    assert np.isfinite(dotted_trace.u[apart]).mean() > 0.97  # its gaps bridged, never left null
+    assert on_own(dotted_trace.u, dotted_centre, solid_centre, apart) > 0.95
+    assert on_own(solid_trace.u, solid_centre, dotted_centre, apart) > 0.97
+    inked = apart[dots[apart]]
+    assert np.median(np.abs(TOP + dotted_trace.u[inked] * SPAN - dotted_centre[inked])) < 0.5
+
+
+def test_no_curve_wraps_to_a_side_without_a_declared_backup_scale() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    fraction = 0.6 + 0.7 * np.exp(-(((x - 200) / 40) ** 2))  # past the bottom edge around column 200
+    level = (fraction > 1).astype(np.int8)
+    drawn_rows = TOP + (fraction - level) * SPAN
+    other_rows = TOP + (0.25 + 0.1 * np.sin(2 * np.pi * x / 90)) * SPAN
+    wrapping, _ = draw(np.where(level == 0, drawn_rows, np.nan))
+    back_on, _ = draw(np.where(level == 1, drawn_rows, np.nan))
+    other, _ = draw(other_rows, (x % 6) < 4, stroke=1.0)  # dashed: four columns of ink, two of paper
+    prob = np.maximum.reduce([np.nan_to_num(wrapping), np.nan_to_num(back_on), other])
+    hints = [CurveHint("solid", levels=(0, 1)), CurveHint("dashed")]
+    wrapped_trace, other_trace = trace_joint(prob, TOP, BOTTOM, hints)
+    assert not other_trace.level.any()  # no backup scale declared: never read on one
+    assert not (wrapped_trace.level < 0).any()  # none past `left` either
+    apart = np.flatnonzero(level == 0)
+    found = apart[np.isfinite(wrapped_trace.u[apart])]
+    assert np.median(np.abs(wrapped_trace.u[found] - fraction[found])) < 0.02
+
+
+def test_a_curve_that_wraps_is_read_on_its_backup_scale_past_the_edge_and_on_its_own_scale_after() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    # Past the bottom edge for a few tens of columns, then for a long stretch; back on its own scale after.
+    fraction = 0.45 + 0.75 * (np.exp(-(((x - 80) / 25) ** 2)) + np.exp(-(((x - 270) / 80) ** 4)))
+    level = (fraction > 1).astype(np.int8)
+    # As a plotter draws it: the pen runs on past the bottom edge and, on the backup scale, in from the top.
+    inside = ((np.arange(HEIGHT) >= TOP) & (np.arange(HEIGHT) <= BOTTOM))[:, None]
+    pieces = [draw(TOP + (fraction - side) * SPAN, height=HEIGHT)[0] * inside for side in (0, 1)]
+    other_rows = TOP + (0.3 + 0.15 * np.sin(2 * np.pi * x / 120)) * SPAN
+    other, _ = draw(other_rows, (x % 6) < 4)  # dashed, crossing the wrapped curve's backup stretch
+    prob = np.maximum.reduce([pieces[0], pieces[1], other])
+    hints = [CurveHint("solid", levels=(0, 1)), CurveHint("dashed")]
+    wrapped_trace, _ = trace_joint(prob, TOP, BOTTOM, hints)
+    found = np.isfinite(wrapped_trace.u)
+    assert level.sum() > 140 and found.mean() > 0.97
+    assert np.mean(wrapped_trace.level[found] == level[found]) > 0.97  # on the backup scale exactly where drawn
+    assert np.median(np.abs(wrapped_trace.u[found] - fraction[found])) < 0.02
+
+
+def test_a_steep_stretch_crossed_by_another_curve_is_read_at_its_own_centre() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    # Kicks from near the top to near the bottom in a few columns, each through a flat solid curve.
+    steep_fraction = np.where((x // 50) % 2 == 0, 0.1, 0.9)
+    steep_fraction = np.convolve(np.pad(steep_fraction, 2, mode="edge"), np.ones(5) / 5, mode="valid")
+    steep, steep_centre = draw(TOP + steep_fraction * SPAN)
+    dashes = (x % 6) < 4
+    flat, flat_centre = draw(np.full(WIDTH, TOP + 0.5 * SPAN), dashes)
+    prob = np.maximum(steep, flat)
+    steep_trace, _ = trace_joint(prob, TOP, BOTTOM, [CurveHint("solid"), CurveHint("dashed")])
+    crossing = np.flatnonzero(np.abs(np.diff(steep_centre, prepend=steep_centre[0])) > 5)
+    crossing = crossing[(np.abs(steep_centre[crossing] - flat_centre[crossing]) < 12) & dashes[crossing]]
+    assert crossing.size >= 6, "the kicks must cross the flat curve for the test to mean anything"
+    error = np.abs(TOP + steep_trace.u[crossing] * SPAN - steep_centre[crossing])
+    assert np.max(error) < 1.5
