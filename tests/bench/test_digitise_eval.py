@@ -55,3 +55,23 @@ def test_the_training_seed_is_refused_for_the_generator_only(capsys: pytest.Capt
     assert digitise_eval.main(["--renderer", "paper", "--seed", "0", "--logs", "1", "--source", "truth"]) == 0
     with pytest.raises(SystemExit, match="binary masks only"):
         digitise_eval.main(["--renderer", "paper", "--classes", "3", "--logs", "1"])
+
+
+def _two_curve_rows(first: np.ndarray, second: np.ndarray, identities: tuple[str, str]) -> list[dict]:
+    truth_a, truth_b = np.full(8, 0.2), np.full(8, 0.7)
+    return [{"position": k + 1, "curves_in_log": 2, "truth": truth, "pred": pred, "identity": identity}
+            for k, (truth, pred, identity) in enumerate(zip((truth_a, truth_b), (first, second), identities,
+                                                              strict=True))]
+
+
+def test_identity_figures_count_right_wrong_and_flagged_names() -> None:
+    a, b = np.full(8, 0.21), np.full(8, 0.69)
+    right = digitise_eval.identity_figures(_two_curve_rows(a, b, ("hinted", "hinted")))
+    assert right == {"curves": 2, "flagged_ambiguous": 0, "right_when_named": 1.0, "wrong_unflagged": 0}
+    swapped = digitise_eval.identity_figures(_two_curve_rows(b, a, ("hinted", "anchored")))
+    assert swapped["right_when_named"] == 0.0 and swapped["wrong_unflagged"] == 2
+    flagged = digitise_eval.identity_figures(_two_curve_rows(b, a, ("ambiguous", "ambiguous")))
+    assert flagged == {"curves": 2, "flagged_ambiguous": 2, "right_when_named": None, "wrong_unflagged": 0}
+    half = b.copy()
+    half[:5] = 0.21  # nearer its own curve in 5 of the 8 columns: right
+    assert digitise_eval.identity_figures(_two_curve_rows(half, b, ("hinted", "hinted")))["right_when_named"] == 1.0
