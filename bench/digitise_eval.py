@@ -30,6 +30,7 @@ import itertools
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,14 +111,17 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
     return rows
 
 
+def per_log(rows: list[Row]) -> Iterator[list[Row]]:
+    """The rows of each log (its curves in order: position 1 starts a log's `curves_in_log` rows)."""
+    for start, row in enumerate(rows):
+        if row["position"] == 1:
+            yield rows[start : start + row["curves_in_log"]]
+
+
 def identity_blind(rows: list[Row]) -> float | None:
     """Mean error with each column's traces re-matched to the true curves of its log."""
     errors = []
-    for start in range(0, len(rows)):
-        row = rows[start]
-        if row["position"] != 1:
-            continue
-        log_rows = rows[start : start + row["curves_in_log"]]
+    for log_rows in per_log(rows):
         nearest = nearest_per_column([r["pred"] for r in log_rows], [r["truth"] for r in log_rows])
         errors += [np.abs(n - r["truth"])[scored({**r, "pred": n})] for n, r in zip(nearest, log_rows, strict=True)]
     joined = np.concatenate(errors) if errors else np.zeros(0)
@@ -130,10 +134,9 @@ def identity_figures(rows: list[Row]) -> dict[str, Any]:
     curve than any other in most of them. `right_when_named`: share right among the curves not flagged
     ambiguous (the issue's target: >= 98 %); `wrong_unflagged`: curves named wrong without a flag."""
     named = flagged = right_named = wrong_unflagged = 0
-    for start, row in enumerate(rows):
-        if row["position"] != 1 or row["curves_in_log"] < 2:
+    for log_rows in per_log(rows):
+        if len(log_rows) < 2:
             continue
-        log_rows = rows[start : start + row["curves_in_log"]]
         truths = np.stack([r["truth"] for r in log_rows])
         apart = np.all(np.isfinite(truths), axis=0)
         for a, b in itertools.combinations(range(len(log_rows)), 2):
