@@ -15,7 +15,9 @@ from tests.core.naming_testkit import Drawn, RenderedLog, render, share_on_own_c
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised, digitise
 from veernet_core.digitise.export import ExportMeta, to_json, to_las
+from veernet_core.digitise.identity import _cheap_swap, name_traces
 from veernet_core.digitise.predict import load_colour
+from veernet_core.digitise.tracer import ColumnTrace
 
 SOLID_DARK, SOLID_LIGHT = Drawn("solid", "dark"), Drawn("solid", "light")
 
@@ -90,19 +92,48 @@ def _apart_column(log: RenderedLog) -> int:
     return int(np.argmax(gap))
 
 
-def test_an_anchor_names_two_curves_that_look_the_same() -> None:
-    log = render(1, [SOLID_DARK, SOLID_DARK])
+def _anchored_on(log: RenderedLog, at: int) -> tuple[Digitised, int]:
+    """The log digitised with one anchor, on drawn curve 1 where the curves are furthest apart, given to
+    calibrated curve `at` (the other curve has no hints); and the anchor's column."""
     col = _apart_column(log)
     track = log.track[1] - log.track[0]
     value = float((log.rows[1][col] - log.track[0]) / track * 150)  # curve 1's value there, 0-150 across
+    hints: list[dict[str, Any]] = [{}, {}]
+    hints[at] = {"anchors": [{"depth": log.depth_of(col), "value": value}]}
+    return _digitise(log, hints), col
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the joint tracer finds the anchored curve's path first, alone, and it may leave its curve for the other's "
+    "ink far from the anchor (veernet_core/digitise/joint.py: a move within a level costs at most JUMP_COST), so "
+    "one anchor names these never-crossing curves over about half the log; the naming step flags them ambiguous "
+    "(test_one_anchor_does_not_vouch_for_names_it_cannot_tell)"))
+@pytest.mark.parametrize("seed", [30, 47])  # the two curves never cross: one anchor names them all along
+def test_an_anchor_names_two_curves_that_look_the_same(seed: int) -> None:
+    log = render(seed, [SOLID_DARK, SOLID_DARK])
+    assert log.crossings(0, 1) == 0 and np.abs(log.rows[0] - log.rows[1]).min() > 10
     for at in (0, 1):
-        hints: list[dict[str, Any]] = [{}, {}]
-        hints[at] = {"anchors": [{"depth": log.depth_of(col), "value": value}]}
-        result = _digitise(log, hints)
+        result, col = _anchored_on(log, at)
         named = result.curves[at].trace.row[col]
         assert abs(named - log.rows[1][col]) < 1.5, "the anchored curve is the one through the anchor"
+        assert min(_shares(log, result, [1, 0] if at == 0 else [0, 1])) >= 0.95
         assert result.curves[at].identity == "anchored" and result.curves[1 - at].identity == "hinted"
         assert result.curves[at].warnings == ()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5, 30, 47])
+def test_one_anchor_does_not_vouch_for_names_it_cannot_tell(seed: int) -> None:
+    """Two curves that look the same (crossing many times in seeds 0-5, never in 30 and 47); one anchor
+    tells them apart about itself, and elsewhere the tracer may have swapped them. Every name that is
+    wrong over most of the log is flagged ambiguous (the issue's contract), and the anchor's curve still
+    goes through the anchor."""
+    log = render(seed, [SOLID_DARK, SOLID_DARK])
+    for at in (0, 1):
+        result, col = _anchored_on(log, at)
+        assert abs(result.curves[at].trace.row[col] - log.rows[1][col]) < 1.5
+        shares = _shares(log, result, [1, 0] if at == 0 else [0, 1])
+        for curve, share in zip(result.curves, shares, strict=True):
+            assert curve.identity == "ambiguous" or share > 0.5, (curve.mnemonic, curve.identity, share)
 
 
 def test_an_anchor_far_from_its_curve_is_a_warning() -> None:
@@ -149,3 +180,46 @@ def test_the_colour_of_an_upload_is_kept_for_naming_and_a_gray_one_is_not() -> N
     assert load_colour(_png(np.repeat(rgb[..., :1], 3, axis=2))) is None  # RGB, but every pixel gray
     portrait = load_colour(_png(rgb.transpose(1, 0, 2).copy()), rotate_portrait=True)
     assert portrait is not None and portrait.shape == (40, 60, 3) and tuple(portrait[10, 5]) == (200, 30, 30)
+
+
+def _trace(rows: np.ndarray, top: float, bottom: float, level: np.ndarray | None = None) -> ColumnTrace:
+    level = np.zeros(rows.size, np.int8) if level is None else level.astype(np.int8)
+    u = (rows - top) / (bottom - top) + level
+    return ColumnTrace(u, level, rows, np.ones(rows.size, np.float32), np.zeros(rows.size, bool))
+
+
+def _two_alike(wraps: tuple[str, str]) -> Calibration:
+    curves = [{"mnemonic": f"C{k}", "unit": "API", "left": 0, "right": 150, "wrap": w} for k, w in enumerate(wraps)]
+    return Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1100.0, "unit": "m"}, "curves": curves,
+                                  "track_top": 0.0, "track_bottom": 100.0, "step": 1.0}, 110, 400)
+
+
+def test_a_wrap_names_alike_curves_by_their_declared_backup_scales() -> None:
+    """Two curves drawn alike, apart all along; one is read on a backup scale past the right edge in a
+    stretch, and only the second curve declares one there: the wrap names both, in either listing order."""
+    cols = np.arange(400)
+    upper = 20.0 + 5.0 * np.sin(cols / 30.0)
+    lower = 70.0 + 5.0 * np.cos(cols / 25.0)
+    level = np.where((cols > 150) & (cols < 200), 1, 0)  # read on the right backup scale there
+    wrapping, plain = _trace(lower, 0.0, 100.0, level), _trace(upper, 0.0, 100.0)
+    for traces in ([wrapping, plain], [plain, wrapping]):
+        naming = name_traces(traces, _two_alike(("none", "right")), None)
+        assert naming.traces[1] is not None and np.array_equal(naming.traces[1].level, level)
+        assert np.array_equal(naming.traces[0].row, upper)
+        assert naming.identity == ["hinted", "hinted"]
+    unnamed = name_traces([wrapping, plain], _two_alike(("right", "right")), None)
+    assert unnamed.identity == ["ambiguous", "ambiguous"], "both declare the backup scale: nothing tells"
+
+
+def test_a_swap_cheap_over_a_quarter_of_the_log_leaves_the_names_in_doubt() -> None:
+    lengths = np.full(20, 10.0)  # 20 stretches of 10 columns
+    telling = np.full(20, 3.0)  # evidence lost per stretch by swapping two curves there
+    assert not _cheap_swap(telling, lengths, 200.0)
+    quiet = telling.copy()
+    quiet[8:13] = 0.0  # five stretches (a quarter of the columns) say nothing
+    assert _cheap_swap(quiet, lengths, 200.0)
+    quiet[10] = 3.0  # evidence in the middle of them: no quiet run is a quarter long
+    assert not _cheap_swap(quiet, lengths, 200.0)
+    against = telling.copy()
+    against[:4], against[4] = 3.0, -20.0  # one stretch's evidence is against the names: the run about it is cheap
+    assert _cheap_swap(against, lengths, 200.0)

@@ -41,7 +41,9 @@ from veernet_core.digitise.tracer import ColumnTrace
 # stretches (mae_pct 1.37 % -> 1.42 %); at 4 they name every curve with no loss.
 SWITCH_COST = 4.0
 AMBIGUOUS_MARGIN = 1.0  # two curves whose swap costs less evidence than this are not told apart
+AMBIGUOUS_SHARE = 0.25  # share of the log's columns a cheap swap must cover to leave two curves' names in doubt
 ANCHOR_WEIGHT = 200.0  # per track width of distance: a point a person read off the scan outweighs a measure
+WRAP_WEIGHT = 2.0  # per square root of a stretch's columns on a backup scale the curve does not declare
 MIN_COLUMNS = 3  # a stretch shorter than this (in measured columns) says nothing about style or ink
 MIN_WARN_COLUMNS = 20  # columns a curve needs before its look is held against its hints
 ANCHOR_TOLERANCE = 0.1  # track widths between an anchor and the named trace before it is a warning
@@ -71,9 +73,10 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     looks = [[_look(scan, page, t, a, b, near, half) for t in traces] for a, b in bounds]
     evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
+    _add_wraps(evidence, bounds, traces, calibration)
     path = [tuple(range(len(traces)))] * len(bounds) if assigned else _best_path(evidence)
     named = _stitch(traces, bounds, path)
-    identity = _verdicts(evidence, path, anchored)
+    identity = _verdicts(evidence, path, anchored, bounds)
     warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration)
                 + _unseen_colour(curve, scan) for c, curve in enumerate(calibration.curves)]
     return Naming(named, identity, warnings)
@@ -159,6 +162,20 @@ def _add_anchors(evidence: list[np.ndarray], bounds: list[tuple[int, int]], trac
     return anchored
 
 
+def _add_wraps(evidence: list[np.ndarray], bounds: list[tuple[int, int]], traces: list[ColumnTrace],
+               calibration: Calibration) -> None:
+    """In place: a trace read on a backup scale past an edge speaks against every curve that declares no
+    backup scale on that side (a misread wrap is possible, so as a measure, not as an anchor)."""
+    for s, (a, b) in enumerate(bounds):
+        for t, trace in enumerate(traces):
+            level = trace.level[a:b][np.isfinite(trace.u[a:b])]
+            for side in np.unique(level[level != 0]).tolist():
+                columns = int(np.count_nonzero(level == side))
+                for c, curve in enumerate(calibration.curves):
+                    if side not in curve.wrap_levels:
+                        evidence[s][c, t] -= WRAP_WEIGHT * math.sqrt(columns)
+
+
 def _distance_at(trace: ColumnTrace, col: int, fraction: float, reach: int) -> float:
     """Track widths between the trace near column `col` and `fraction` (unwrapped); inf where it is absent."""
     lo, hi = max(0, col - reach), min(trace.u.size, col + reach + 1)
@@ -203,19 +220,36 @@ def _best_previous(total: dict[Assignment, float], now: Assignment) -> Assignmen
     return max(total, key=lambda before: total[before] - (0.0 if before == now else SWITCH_COST))
 
 
-def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[int]) -> list[str]:
-    """Per curve: ambiguous where swapping it with another curve along the whole path costs less than
-    AMBIGUOUS_MARGIN of evidence; else anchored (an anchor spoke for it) or hinted."""
+def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[int],
+              bounds: list[tuple[int, int]]) -> list[str]:
+    """Per curve: ambiguous where swapping it with another curve over a run of stretches at least
+    AMBIGUOUS_SHARE of the log's columns long (the whole log included) loses less than AMBIGUOUS_MARGIN
+    of evidence; else anchored (an anchor spoke for it) or hinted. An anchor or a telling stretch vouches
+    for the names about it, not for a part of the log where nothing tells the curves apart and the tracer
+    may have swapped them where they touch."""
     n = len(path[0]) if path else 0
     if n == 1:
         return ["single"]
-    best = sum(_score(e, a) for e, a in zip(evidence, path, strict=True))
+    lengths = np.array([b - a for a, b in bounds], dtype=np.float64)
+    total = float(lengths.sum())
     ambiguous: set[int] = set()
     for i, j in itertools.combinations(range(n), 2):
         swapped = [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(n)) for a in path]
-        if best - sum(_score(e, a) for e, a in zip(evidence, swapped, strict=True)) < AMBIGUOUS_MARGIN:
+        lost = np.array([_score(e, a) - _score(e, b) for e, a, b in zip(evidence, path, swapped, strict=True)])
+        if _cheap_swap(lost, lengths, total):
             ambiguous |= {i, j}
     return ["ambiguous" if c in ambiguous else "anchored" if c in anchored else "hinted" for c in range(n)]
+
+
+def _cheap_swap(lost: np.ndarray, lengths: np.ndarray, total: float) -> bool:
+    """Whether some run of consecutive stretches covering AMBIGUOUS_SHARE of the columns loses less than
+    AMBIGUOUS_MARGIN of evidence when swapped (`lost` per stretch; a run may start and end anywhere)."""
+    cost = np.concatenate([[0.0], np.cumsum(lost)])
+    covered = np.concatenate([[0.0], np.cumsum(lengths)])
+    ends = np.searchsorted(covered, covered[:-1] + AMBIGUOUS_SHARE * total - 1e-9)  # shortest run from each start
+    later = np.minimum.accumulate(cost[::-1])[::-1]  # the cheapest end at or after each index
+    starts = np.flatnonzero(ends < cost.size)
+    return bool(np.any(later[ends[starts]] - cost[starts] < AMBIGUOUS_MARGIN))
 
 
 def _stitch(traces: list[ColumnTrace], bounds: list[tuple[int, int]], path: list[Assignment]) -> list[ColumnTrace]:
