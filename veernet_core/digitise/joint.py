@@ -3,7 +3,7 @@ curve it is, never as "the upper one" and "the lower one".
 
 Column by column, a binary mask of 2-4 crossing, broken, jumping curves is a cloud of runs that a
 greedy tracer cannot keep apart: which run continues which curve is often only clear from what the
-curve is (solid ink has no gaps, a dotted one has many; a light curve's ink is pale; an anchor pins it).
+curve is (solid ink has no gaps, a dotted one has many; a light curve's ink is pale).
 So each curve gets its own path through the whole channel, found at once for all columns (Viterbi over
 the track's rows on every wrap level the calibration allows it), at the least cost of:
 
@@ -19,8 +19,8 @@ the track's rows on every wrap level the calibration allows it), at the least co
 * ink whose tone the calibration's `ink` hint contradicts (on logs whose hints name both dark and light
   ink, or, where no hint names two tones, the tones the first paths are found on: `_tones_seen`), and
   ink another curve's path already takes (`SHARE` for curves that may look alike, whose touching ink
-  could be either's; `SHARE_UNLIKE`, as dear as paper, for curves declared in different line styles);
-* distance from the curve's anchors, near their columns.
+  could be either's; `SHARE_UNLIKE`, as dear as paper, for curves declared in different line styles).
+Anchors are not the tracer's: the naming step (`veernet_core.digitise.identity`) names its paths by them.
 
 The paths are found one curve after another, each against the others' (coordinate descent, `ROUNDS`).
 A path only places a curve in a run; where it sits on ink, its position is the run's probability-weighted
@@ -56,7 +56,6 @@ SHARE_UNLIKE = 1.0  # the same, for ink of a curve declared in another line styl
 TONE_COST = 0.6  # ink of the wrong tone (dark for a light curve, light for a dark one), at most, per column
 LEVEL_COST = 0.002  # per column on a backup scale: a curve that could be on either is on its own
 START_LEVEL_COST = 0.5  # a path that starts on a backup scale, as if it had stepped through the edge to it
-ANCHOR_COST = 20.0  # per track width between an anchor and the path, near the anchor's column
 TONES_APART = 0.25  # darkness between a track's two tones of ink before they tell its curves apart unasked
 ROUNDS = 1  # passes of re-finding every path against the others' after the first
 
@@ -68,7 +67,6 @@ class CurveHint:
     style: str | None = None
     ink: str | None = None  # "dark", "light" or a colour name (`calibration_fields.INK_COLOURS`)
     levels: tuple[int, ...] = (0,)  # wrap levels its path may take: 0 and its backup scales' sides
-    anchors: tuple[tuple[float, float], ...] = ()  # (image column, unwrapped track fraction)
 
 
 @dataclass
@@ -89,16 +87,12 @@ def trace_joint(prob: np.ndarray, top: float, bottom: float, hints: list[CurveHi
     span = bottom - top
     grid = _grid(prob, top, bottom, options.threshold)
     costs = [_own_cost(grid, hint, _tone_cost(grid, tone, hint, hints)) for hint in hints]
-    for k, hint in enumerate(hints):
-        _add_anchors(costs[k], grid, hint, top, span)
     paths: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(hints)
     for k in _order(hints):  # the most telling curves first: they claim their ink before the others guess
         paths[k] = _viterbi(costs[k] + _share_cost(grid, paths, k, hints), grid, hint_levels(hints[k]), top, span)
     seen = _tones_seen(grid, tone, hints, paths)
     if seen is not None:  # the hints name no tones, but the curves found show two: each keeps its own
         costs = [_own_cost(grid, hint, _tone_cost(grid, tone, hint, seen)) for hint in seen]
-        for k, hint in enumerate(hints):
-            _add_anchors(costs[k], grid, hint, top, span)
     for _ in range(ROUNDS):
         for k in range(len(hints)):
             paths[k] = _viterbi(costs[k] + _share_cost(grid, paths, k, hints), grid, hint_levels(hints[k]),
@@ -115,7 +109,7 @@ def _order(hints: list[CurveHint]) -> list[int]:
     """Solid curves first (their paths are surest), then by how much their hints say."""
     def told(k: int) -> tuple[int, int]:
         h = hints[k]
-        return (0 if h.style == "solid" else 1, -(h.style is not None) - (h.ink is not None) - len(h.anchors))
+        return (0 if h.style == "solid" else 1, -(h.style is not None) - (h.ink is not None))
     return sorted(range(len(hints)), key=told)
 
 
@@ -210,7 +204,7 @@ def _tones_seen(grid: _Grid, tone: Tone | None, hints: list[CurveHint],
     seen = ["dark" if m >= mid else "light" for m in medians]
     if len(set(seen)) < 2 or max(medians) - min(medians) < 0.5 * (high - low):
         return None
-    return [CurveHint(h.style, ink, h.levels, h.anchors) for h, ink in zip(hints, seen, strict=True)]
+    return [CurveHint(h.style, ink, h.levels) for h, ink in zip(hints, seen, strict=True)]
 
 
 def _colour_cost(grid: _Grid, tone: Tone, ink: str, colours: set[str]) -> np.ndarray:
@@ -249,21 +243,6 @@ def _own_cost(grid: _Grid, hint: CurveHint, tone: np.ndarray | None) -> np.ndarr
     if tone is not None:
         cost = cost + grid.ink * np.minimum(tone, 0.9 * miss)  # tone never makes paper cheaper than ink
     return np.ascontiguousarray(cost.T, dtype=np.float32)
-
-
-def _add_anchors(cost: np.ndarray, grid: _Grid, hint: CurveHint, top: float, span: float) -> None:
-    """In place: near each anchor's column, the path's distance from the anchor (on any level) costs."""
-    width, bins = cost.shape
-    reach = max(2, width // 400)
-    f = (grid.centre - top) / span
-    for col, u in hint.anchors:
-        c = int(round(col))
-        lo, hi = max(0, c - reach), min(width, c + reach + 1)
-        if lo >= hi:
-            continue
-        # Cheapest over the levels: the level itself is the Viterbi's to choose; the position is not.
-        off = np.min(np.abs(f[None, :] + np.array(hint_levels(hint))[:, None] - u), axis=0)
-        cost[lo:hi] += (ANCHOR_COST * np.minimum(off, 1.0)).astype(np.float32)[None, :]
 
 
 def _share_cost(grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray] | None], k: int,
