@@ -13,14 +13,18 @@ before the crossing; a short gap, a dashed curve's included, is bridged (`TraceO
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from veernet_core.digitise.runs import RunTable
 
 __all__ = ["ColumnTrace", "TraceOptions", "trace_curves"]
+
+CHOICES = 4  # the cheapest candidates per trace that the assignment of runs to traces weighs
 
 
 @dataclass(frozen=True)
@@ -107,8 +111,7 @@ class _Track:
             del self.cols[: -opts.history], self.us[: -opts.history]
 
 
-@dataclass(frozen=True)
-class _Pick:
+class _Pick(NamedTuple):  # a tuple: built for every candidate run of every trace in every column
     run: int
     shift: int  # level of the detection: the run's fraction + shift is its unwrapped position
     cost: float
@@ -131,17 +134,29 @@ class _Tracer:
         return (np.asarray(rows, dtype=np.float64) - self.top) / self.span
 
     def candidates(self, track: _Track, col: int, p: float) -> list[_Pick]:
-        """Runs within the gate of a track's prediction `p`, on its level or across a track edge."""
-        opts, runs = self.opts, self.runs[col]
-        gate = opts.gate_px / self.span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
+        """Runs within the gate of a track's prediction `p`, on its level or across a track edge: per level,
+        shifts ascending, the near runs, then the far ones, each top to bottom.
+
+        A run's distance from continuing the trace, read on level `shift`: it continues it if it is near
+        the prediction `p` or touches the last run (8-connected, one row of slack); the latter follows
+        kicks the prediction overshoots. Computed inline on the run table's lists (this runs for every
+        active trace in every column)."""
+        opts, span = self.opts, self.span
+        lists, first, last = self.runs.column(col)
+        f_lo, f_hi, f_c = lists[4], lists[5], lists[6]
+        gate = opts.gate_px / span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
+        far_gate = opts.far_gate
         picks: list[_Pick] = []
-        edge = opts.edge_px / self.span
+        edge = opts.edge_px / span
         # Where the re-entry column fell in a gap, the trace is back in further from the edge.
         entry = edge + opts.gate_per_gap_column * track.gap(col)
         # No wrap without a clean last run, nor for a trace too new to trust (it may have started on a
         # speck at the edge): NaN compares false.
+        extent = track.extent
         settled = len(track.cols) >= opts.history
-        out_lo, out_hi = track.extent if track.extent and settled else (math.nan, math.nan)
+        out_lo, out_hi = extent if extent and settled else (math.nan, math.nan)
+        ext_lo, ext_hi = extent if extent is not None else (math.nan, math.nan)
+        touch = 1.0 / span
         for shift in (track.level - 1, track.level, track.level + 1):
             if shift not in (-1, 0, 1):
                 continue
@@ -152,25 +167,26 @@ class _Tracer:
             if shift < track.level and not out_lo <= shift + 1 + entry:  # out through the top, in at the bottom
                 continue
             level_cost = edge * abs(shift - track.level)
-            near, far = [], []
-            for r, (f_lo, f_hi, f_c) in enumerate(zip(runs.f_lo, runs.f_hi, runs.f_c, strict=True)):
-                distance = self._distance(track.extent, f_lo, f_hi, shift, p)
+            far: list[_Pick] = []
+            for r in range(first, last):
+                a, b = f_lo[r] + shift - p, p - f_hi[r] - shift
+                distance = b if b > a else a
+                if distance < 0.0:
+                    distance = 0.0
+                if extent is not None:
+                    a, b = f_lo[r] + shift - ext_hi, ext_lo - f_hi[r] - shift
+                    to_last = (b if b > a else a) - touch
+                    if to_last < 0.0:
+                        to_last = 0.0
+                    if to_last < distance:
+                        distance = to_last
                 if distance <= gate:
-                    near.append(_Pick(r, shift, distance + 0.1 * abs(f_c + shift - p) + level_cost))
-                elif distance <= opts.far_gate:
-                    far.append(_Pick(r, shift, 1.0 + (distance + 0.1 * abs(f_c + shift - p) + level_cost), far=True))
-            picks += near + far
+                    picks.append(_Pick(r - first, shift, distance + 0.1 * abs(f_c[r] + shift - p) + level_cost))
+                elif distance <= far_gate:
+                    far.append(_Pick(r - first, shift, 1.0 + (distance + 0.1 * abs(f_c[r] + shift - p) + level_cost),
+                                     True))
+            picks += far
         return picks
-
-    def _distance(self, extent: tuple[float, float] | None, f_lo: float, f_hi: float, shift: int, p: float) -> float:
-        """How far a run (fractions f_lo..f_hi, read on level `shift`) is from continuing a trace: it
-        continues it if it is near the prediction `p` or touches the last run (8-connected, one row of
-        slack); the latter follows kicks the prediction overshoots."""
-        to_prediction = max(0.0, max(f_lo + shift - p, p - f_hi - shift))
-        if extent is None:
-            return to_prediction
-        to_last = max(0.0, max(f_lo + shift - extent[1], extent[0] - f_hi - shift) - 1.0 / self.span)
-        return min(to_prediction, to_last)
 
     def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Detections per trace and column: unwrapped fraction (NaN: none), level, confidence."""
@@ -186,7 +202,7 @@ class _Tracer:
 
     def _follow(self, col: int) -> None:
         """`_assign` for a channel that carries one active trace: its cheapest candidate, as `candidates`
-        and `_distance` find it, computed inline without building picks. The same arithmetic in the same
+        finds it, computed inline without building picks. The same arithmetic in the same
         order and the same tie-breaking (the first cheapest: shifts ascending, near runs before far ones,
         runs top to bottom), so the same trace; one trace has no contests, shares or idle partners."""
         track, opts, span = self.tracks[0], self.opts, self.span
@@ -245,20 +261,11 @@ class _Tracer:
         """The most active tracks matched to distinct runs, cheapest first; close misses then share."""
         predicted = {k: self.tracks[k].predict(col, self.opts) for k in active}
         options = {k: self.candidates(self.tracks[k], col, predicted[k]) for k in active}
-        best: dict[int, _Pick] = {}
-        best_key = (0, 0.0)
-        combos: list[tuple[_Pick | None, ...]]
         if len(active) == 1:  # one trace (a multiclass channel): its cheapest run, as the search below finds
-            combos = [] if not options[active[0]] else [(min(options[active[0]], key=lambda p: p.cost),)]
+            combo: tuple[_Pick | None, ...] = (min(options[active[0]], key=lambda p: p.cost, default=None),)
         else:
-            combos = _combinations([options[k] for k in active])
-        for combo in combos:
-            runs_used = [p.run for p in combo if p is not None]
-            if len(set(runs_used)) < len(runs_used):
-                continue
-            key = (-len(runs_used), sum(p.cost for p in combo if p is not None))
-            if not best or key < best_key:
-                best, best_key = {k: p for k, p in zip(active, combo, strict=True) if p is not None}, key
+            combo = best_combination([options[k] for k in active])
+        best = {k: p for k, p in zip(active, combo, strict=True) if p is not None}
         taken = {p.run for p in best.values()}
         for k in active:  # curves crossing: a trace left without a run of its own shares a near one
             if k not in best and self.tracks[k].gap(col) == 0:
@@ -357,12 +364,63 @@ class _Tracer:
 
 
 
-def _combinations(options: list[list[_Pick]]) -> list[tuple[_Pick | None, ...]]:
-    combos: list[tuple[_Pick | None, ...]] = [()]
-    for opts in options:
-        choices: list[_Pick | None] = [None, *sorted(opts, key=lambda p: p.cost)[:4]]
-        combos = [(*c, o) for c in combos for o in choices]
-    return combos
+def best_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
+    """One pick or none per trace, from its four cheapest (`choices`), on distinct runs: the most picks,
+    then the least cost summed in trace order, then the first in the order of `itertools.product` over
+    (None, cheapest, ..., fourth cheapest) per trace. Found depth first, cheapest picks first, leaving
+    out every branch that cannot beat the best found so far (costs are never negative, so a partial sum
+    only grows); `all_combinations` is the exhaustive search it stands for."""
+    choices = [sorted(opts, key=lambda p: p.cost)[:CHOICES] for opts in options]
+    n = len(choices)
+    can_take = [0] * (n + 1)  # can_take[i]: how many of traces i.. have a pick to take at all
+    for i in range(n - 1, -1, -1):
+        can_take[i] = can_take[i + 1] + (1 if choices[i] else 0)
+    combo: list[_Pick | None] = [None] * n
+    order = [0] * n  # the choice taken per trace: 0 none, 1 + its rank among the cheapest
+    used: set[int] = set()
+    # (-picks, cost, order) of the best so far, and its combination: none at all, the first of the product.
+    best: list[Any] = [(0, 0.0, tuple(order)), tuple(combo)]
+
+    def beaten(count: int, cost: float) -> bool:
+        """Whether a branch that can reach at most `count` picks, costing at least `cost`, loses to the best."""
+        return (-count, cost) > best[0][:2]
+
+    def visit(i: int, count: int, cost: float) -> None:
+        if i == n:
+            key = (-count, cost, tuple(order))
+            if key < best[0]:
+                best[:] = [key, tuple(combo)]
+            return
+        for rank, pick in enumerate(choices[i], 1):
+            total = cost + pick.cost
+            if beaten(count + 1 + can_take[i + 1], total):
+                break  # the choices that follow cost as much or more
+            if pick.run in used:
+                continue
+            used.add(pick.run)
+            combo[i], order[i] = pick, rank
+            visit(i + 1, count + 1, total)
+            used.discard(pick.run)
+        combo[i], order[i] = None, 0
+        if not beaten(count + can_take[i + 1], cost):
+            visit(i + 1, count, cost)
+
+    visit(0, 0, 0.0)
+    return best[1]
+
+
+def all_combinations(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
+    """`best_combination` by trying every combination in turn (the reference it is tested against)."""
+    best: tuple[_Pick | None, ...] = (None,) * len(options)
+    best_key = (0, 0.0)
+    for combo in itertools.product(*[[None, *sorted(opts, key=lambda p: p.cost)[:CHOICES]] for opts in options]):
+        runs_used = [p.run for p in combo if p is not None]
+        if len(set(runs_used)) < len(runs_used):
+            continue
+        key = (-len(runs_used), sum(p.cost for p in combo if p is not None))
+        if key < best_key:
+            best, best_key = combo, key
+    return best
 
 
 def _bridge(u: np.ndarray, level: np.ndarray, conf: np.ndarray, max_gap: int) -> np.ndarray:
