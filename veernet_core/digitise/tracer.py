@@ -129,6 +129,7 @@ class _Tracer:
         self.u = np.full((count, width), np.nan)
         self.level = np.zeros((count, width), dtype=np.int8)
         self.conf = np.zeros((count, width), dtype=np.float32)
+        self._sliced: tuple[int, list[float], list[float], list[float]] = (-1, [], [], [])
 
     def fraction(self, rows: np.ndarray | float) -> np.ndarray:
         return (np.asarray(rows, dtype=np.float64) - self.top) / self.span
@@ -142,8 +143,7 @@ class _Tracer:
         kicks the prediction overshoots. Computed inline on the run table's lists (this runs for every
         active trace in every column)."""
         opts, span = self.opts, self.span
-        lists, first, last = self.runs.column(col)
-        f_lo, f_hi, f_c = lists[4], lists[5], lists[6]
+        f_lo, f_hi, f_c = self._fractions(col)
         gate = opts.gate_px / span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
         far_gate = opts.far_gate
         picks: list[_Pick] = []
@@ -168,25 +168,31 @@ class _Tracer:
                 continue
             level_cost = edge * abs(shift - track.level)
             far: list[_Pick] = []
-            for r in range(first, last):
-                a, b = f_lo[r] + shift - p, p - f_hi[r] - shift
+            for r, (lo, hi, centre) in enumerate(zip(f_lo, f_hi, f_c, strict=True)):
+                a, b = lo + shift - p, p - hi - shift
                 distance = b if b > a else a
                 if distance < 0.0:
                     distance = 0.0
                 if extent is not None:
-                    a, b = f_lo[r] + shift - ext_hi, ext_lo - f_hi[r] - shift
+                    a, b = lo + shift - ext_hi, ext_lo - hi - shift
                     to_last = (b if b > a else a) - touch
                     if to_last < 0.0:
                         to_last = 0.0
                     if to_last < distance:
                         distance = to_last
                 if distance <= gate:
-                    picks.append(_Pick(r - first, shift, distance + 0.1 * abs(f_c[r] + shift - p) + level_cost))
+                    picks.append(_Pick(r, shift, distance + 0.1 * abs(centre + shift - p) + level_cost))
                 elif distance <= far_gate:
-                    far.append(_Pick(r - first, shift, 1.0 + (distance + 0.1 * abs(f_c[r] + shift - p) + level_cost),
-                                     True))
+                    far.append(_Pick(r, shift, 1.0 + (distance + 0.1 * abs(centre + shift - p) + level_cost), True))
             picks += far
         return picks
+
+    def _fractions(self, col: int) -> tuple[list[float], list[float], list[float]]:
+        """The column's runs as track fractions (lo, hi, centre), sliced once for all of its traces."""
+        if self._sliced[0] != col:
+            lists, first, last = self.runs.column(col)
+            self._sliced = (col, lists[4][first:last], lists[5][first:last], lists[6][first:last])
+        return self._sliced[1], self._sliced[2], self._sliced[3]
 
     def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Detections per trace and column: unwrapped fraction (NaN: none), level, confidence."""
@@ -293,18 +299,19 @@ class _Tracer:
                 return
 
     def _record(self, k: int, col: int, pick: _Pick, centre: float | None = None, contested: bool = False) -> None:
-        runs = self.runs[col]
-        u = (runs.f_c[pick.run] if centre is None else (centre - self.top) / self.span) + pick.shift
-        extent = (runs.f_lo[pick.run] + pick.shift, runs.f_hi[pick.run] + pick.shift)
+        lists, first, _ = self.runs.column(col)
+        i = first + pick.run
+        u = (lists[6][i] if centre is None else (centre - self.top) / self.span) + pick.shift
+        extent = (lists[4][i] + pick.shift, lists[5][i] + pick.shift)
         self.tracks[k].add(col, u, pick.shift, extent, contested, pick.far, self.opts)
         self.u[k, col], self.level[k, col] = u, pick.shift
-        self.conf[k, col] = runs.confidence[pick.run]
+        self.conf[k, col] = lists[3][i]
 
     def _split_centre(self, col: int, pick: _Pick, mine: float, others: list[float]) -> float:
         """Centroid of the rows of a shared run nearer this trace's prediction than the others'
         (fractions on the run's own level): two curves crossing pull neither centre off."""
-        runs = self.runs[col]
-        lo, hi = runs.lo[pick.run], runs.hi[pick.run]
+        lists, first, _ = self.runs.column(col)
+        lo, hi = lists[0][first + pick.run], lists[1][first + pick.run]
         rows = np.arange(max(lo - 1, 0), min(hi + 2, self.prob.shape[0]))
         f = self.fraction(rows)
         nearest = np.ones(rows.shape, dtype=bool)
@@ -313,24 +320,25 @@ class _Tracer:
                 nearest &= np.abs(f - mine) <= np.abs(f - other)
         weights = self.prob[rows, col].astype(np.float64) * nearest
         if weights.sum() <= 1e-6:
-            return runs.centre[pick.run]
+            return lists[2][first + pick.run]
         return float((weights * rows).sum() / weights.sum())
 
     def _births(self, col: int, idle: list[int], claimed: dict[int, _Pick]) -> None:
         """Start idle tracks (never started, or lost for longer than max_gap) on unclaimed, confirmed runs."""
         if not idle:
             return
-        runs = self.runs[col]
+        lists, first, last = self.runs.column(col)
+        confidence = lists[3][first:last]
         taken = {p.run for p in claimed.values()}
         near_active = [float(self.u[k, col]) for k in claimed]
         exclusion = self.opts.gate_px / self.span
         fresh = []
-        for r, f in enumerate(runs.f_c):
+        for r, f in enumerate(lists[6][first:last]):
             if r in taken or any(abs(f - (u - math.floor(u))) <= exclusion for u in near_active):
                 continue
             if self._confirmed(col, r):
                 fresh.append((f, r))
-        fresh.sort(key=lambda item: -runs.confidence[item[1]])  # the surest run starts first
+        fresh.sort(key=lambda item: -confidence[item[1]])  # the surest run starts first
         for f, r in fresh:
             if not idle:
                 return
@@ -343,25 +351,29 @@ class _Tracer:
         """The run continues in `confirm` of the next 2 * `confirm` columns (a speck or a stray kick
         does not; a dashed curve does). A run continues another if its centre is near, or, in the next
         column, if it touches it (8-connected, as in tracking): a steep stretch is one stroke too."""
-        runs = self.runs[col]
-        centre, lo, hi = runs.centre[run], runs.lo[run], runs.hi[run]
+        lists, first, _ = self.runs.column(col)
+        centre, lo, hi = lists[2][first + run], lists[0][first + run], lists[1][first + run]
         found, last = 0, col
         for c in range(col + 1, min(col + 1 + 2 * self.opts.confirm, len(self.runs))):
-            runs = self.runs[c]
+            lists, first, stop = self.runs.column(c)
             reach = self.opts.gate_px + self.opts.gate_per_gap_column * self.span * (c - last - 1)
             pick, nearest = -1, math.inf
-            for r, (r_lo, r_hi, r_centre) in enumerate(zip(runs.lo, runs.hi, runs.centre, strict=True)):
-                distance = abs(r_centre - centre)
+            for r in range(first, stop):
+                r_lo, r_hi, distance = lists[0][r], lists[1][r], abs(lists[2][r] - centre)
                 near = distance <= reach + (r_hi - r_lo) / 2 or (c == last + 1 and r_lo <= hi + 1 and r_hi >= lo - 1)
                 if near and distance < nearest:
                     pick, nearest = r, distance
             if pick >= 0:
-                centre, lo, hi = runs.centre[pick], runs.lo[pick], runs.hi[pick]
+                centre, lo, hi = lists[2][pick], lists[0][pick], lists[1][pick]
                 found, last = found + 1, c
                 if found >= self.opts.confirm:
                     return True
         return found >= min(self.opts.confirm, len(self.runs) - 1 - col)
 
+
+
+def _cost(pick: _Pick) -> float:
+    return pick.cost
 
 
 def best_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
@@ -370,7 +382,13 @@ def best_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
     (None, cheapest, ..., fourth cheapest) per trace. Found depth first, cheapest picks first, leaving
     out every branch that cannot beat the best found so far (costs are never negative, so a partial sum
     only grows); `all_combinations` is the exhaustive search it stands for."""
-    choices = [sorted(opts, key=lambda p: p.cost)[:CHOICES] for opts in options]
+    choices = [sorted(opts, key=_cost)[:CHOICES] for opts in options]
+    cheapest = tuple(c[0] if c else None for c in choices)
+    runs = [p.run for p in cheapest if p is not None]
+    if len(set(runs)) == len(runs):
+        # Every trace that can take a run takes its cheapest: no combination has more picks or costs less
+        # (a rounded sum never falls when a term grows), and of those that tie it comes first.
+        return cheapest
     n = len(choices)
     can_take = [0] * (n + 1)  # can_take[i]: how many of traces i.. have a pick to take at all
     for i in range(n - 1, -1, -1):
@@ -413,7 +431,7 @@ def all_combinations(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
     """`best_combination` by trying every combination in turn (the reference it is tested against)."""
     best: tuple[_Pick | None, ...] = (None,) * len(options)
     best_key = (0, 0.0)
-    for combo in itertools.product(*[[None, *sorted(opts, key=lambda p: p.cost)[:CHOICES]] for opts in options]):
+    for combo in itertools.product(*[[None, *sorted(opts, key=_cost)[:CHOICES]] for opts in options]):
         runs_used = [p.run for p in combo if p is not None]
         if len(set(runs_used)) < len(runs_used):
             continue
