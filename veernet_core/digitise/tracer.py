@@ -13,7 +13,6 @@ before the crossing; a short gap, a dashed curve's included, is bridged (`TraceO
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -381,7 +380,7 @@ def best_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
     then the least cost summed in trace order, then the first in the order of `itertools.product` over
     (None, cheapest, ..., fourth cheapest) per trace. Found depth first, cheapest picks first, leaving
     out every branch that cannot beat the best found so far (costs are never negative, so a partial sum
-    only grows); `all_combinations` is the exhaustive search it stands for."""
+    only grows). tests/core/test_digitise.py holds it to the exhaustive search it stands for."""
     choices = [sorted(opts, key=_cost)[:CHOICES] for opts in options]
     cheapest = tuple(c[0] if c else None for c in choices)
     runs = [p.run for p in cheapest if p is not None]
@@ -425,20 +424,6 @@ def best_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
 
     visit(0, 0, 0.0)
     return best[1]
-
-
-def all_combinations(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
-    """`best_combination` by trying every combination in turn (the reference it is tested against)."""
-    best: tuple[_Pick | None, ...] = (None,) * len(options)
-    best_key = (0, 0.0)
-    for combo in itertools.product(*[[None, *sorted(opts, key=_cost)[:CHOICES]] for opts in options]):
-        runs_used = [p.run for p in combo if p is not None]
-        if len(set(runs_used)) < len(runs_used):
-            continue
-        key = (-len(runs_used), sum(p.cost for p in combo if p is not None))
-        if key < best_key:
-            best, best_key = combo, key
-    return best
 
 
 def _bridge(u: np.ndarray, level: np.ndarray, conf: np.ndarray, max_gap: int) -> np.ndarray:
