@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import math
 
 import numpy as np
@@ -170,6 +171,35 @@ def test_a_one_trace_channel_takes_the_runs_the_general_search_takes(monkeypatch
         assert fast.wrapped.any() and fast.bridged.any() and np.isnan(fast.u).any()  # the map has what it should
         for name in ("u", "level", "row", "confidence", "bridged"):
             np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+
+
+def _every_combination(options: list[list[tracer_module._Pick]]) -> tuple[tracer_module._Pick | None, ...]:
+    """The assignment of runs to traces by trying every combination in turn: the most picks on distinct
+    runs, then the least summed cost, then the first."""
+    best: tuple[tracer_module._Pick | None, ...] = (None,) * len(options)
+    best_key = (0, 0.0)
+    ranked = [[None, *sorted(opts, key=lambda p: p.cost)[: tracer_module.CHOICES]] for opts in options]
+    for combo in itertools.product(*ranked):
+        runs_used = [p.run for p in combo if p is not None]
+        if len(set(runs_used)) < len(runs_used):
+            continue
+        key = (-len(runs_used), sum(p.cost for p in combo if p is not None))
+        if key < best_key:
+            best, best_key = combo, key
+    return best
+
+
+def test_the_bounded_search_assigns_runs_as_trying_every_combination_does() -> None:
+    """Two to four traces, a few candidates each, often on the same runs and at equal costs (ties must
+    go to the combination the exhaustive search meets first)."""
+    rng = np.random.default_rng(5)
+    for _ in range(3000):
+        traces, runs = int(rng.integers(2, 5)), int(rng.integers(1, 6))
+        options = [[tracer_module._Pick(int(rng.integers(0, runs)), int(rng.integers(-1, 2)),
+                                        float(rng.choice([0.0, 0.05, 0.1, 0.25, 1.0, 1.05])) + float(rng.random() < 0.3)
+                                        * float(rng.random()), bool(rng.random() < 0.3))
+                    for _ in range(int(rng.integers(0, 7)))] for _ in range(traces)]
+        assert tracer_module.best_combination(options) == _every_combination(options), options
 
 
 def _wrapping_log() -> SynthLog:

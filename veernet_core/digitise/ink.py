@@ -41,17 +41,20 @@ class Page:
 
 
 def page_of(scan: ScanPixels, top: float, bottom: float) -> Page:
-    rows = scan.gray[max(0, int(math.floor(top))) : int(math.ceil(bottom)) + 1].astype(np.float64)
+    rows = scan.gray[max(0, int(math.floor(top))) : int(math.ceil(bottom)) + 1]
     # A column's median is the paper's gray, except on a vertical grid line, which covers the column:
     # the median over neighbouring columns (grid lines are a small share of them) holds there too.
-    columns = np.median(rows[:: max(1, rows.shape[0] // 64)], axis=0)  # 64 rows tell a column's paper
+    sample = rows[:: max(1, rows.shape[0] // 64)].astype(np.float64)  # 64 rows tell a column's paper
+    columns = np.median(sample, axis=0)
     reach = PAPER_COLUMNS // 2
     padded = np.pad(columns, reach, mode="edge")
     paper = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1), axis=1)
-    dark = rows <= paper[None, :] - MIN_DARKNESS
-    grid_cols = dark.mean(axis=0) >= GRID_SHARE
-    whole = scan.gray.astype(np.float64) <= paper[None, :] - MIN_DARKNESS
-    return Page(paper, grid_cols, whole.mean(axis=1) >= GRID_SHARE)
+    # Gray levels compared with the float threshold as they are (exactly, as float64) and counted: no
+    # float copy of the whole scan.
+    ink_below = paper - MIN_DARKNESS
+    grid_cols = np.count_nonzero(rows <= ink_below[None, :], axis=0) / rows.shape[0] >= GRID_SHARE
+    grid_rows = np.count_nonzero(scan.gray <= ink_below[None, :], axis=1) / scan.gray.shape[1] >= GRID_SHARE
+    return Page(paper, grid_cols, grid_rows)
 
 
 @dataclass(frozen=True)
@@ -84,18 +87,47 @@ def look_at(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, ha
     if cols.size == 0:
         return None
     pixels = scan.gray[window, cols[:, None]]
-    darkest = pixels.argmin(axis=1)
-    darkness = page.paper[cols] - pixels[np.arange(cols.size), darkest].astype(np.float64)
+    darkness = page.paper[cols] - pixels.min(axis=1).astype(np.float64)
+    ranked = np.sort(darkness)
     # Ink where the stroke is at least half as dark as this stretch's own strokes: a light curve's
     # ink counts as ink, and a gap's paper does not.
-    strong = float(np.quantile(darkness, 0.9))
-    inked = darkness >= max(MIN_DARKNESS, 0.5 * strong)
+    inked = darkness >= max(MIN_DARKNESS, 0.5 * sorted_quantile(ranked, 0.9))
+    ink_ranked = np.sort(darkness[inked])
     rgb = None
-    if scan.colour is not None and inked.any():
-        ink_rows = window[np.arange(cols.size), darkest][inked]
+    if scan.colour is not None and ink_ranked.size:
+        ink_rows = window[np.arange(cols.size), pixels.argmin(axis=1)][inked]
         rgb = tuple(float(v) for v in np.median(scan.colour[ink_rows, cols[inked]].astype(np.float64), axis=0))
-    return Look(inked, float(np.median(darkness[inked])) if inked.any() else 0.0, float(np.median(page.paper[cols])),
+    return Look(inked, sorted_median(ink_ranked) if ink_ranked.size else 0.0, sorted_median(np.sort(page.paper[cols])),
                 rgb if rgb is None else (rgb[0], rgb[1], rgb[2]))
+
+
+# np.median and np.quantile of a few hundred values cost tens of microseconds in argument handling, and
+# look_at runs for every trace in every stretch of a track (thousands on a wide scan): on values sorted
+# once, the same order statistics and the same arithmetic (tests/core/test_digitise.py holds them equal).
+
+def sorted_median(ranked: np.ndarray) -> float:
+    """np.median of 1-D values sorted ascending (NaN, sorted last, where there is any)."""
+    n = ranked.size
+    if math.isnan(ranked[-1]):
+        return math.nan
+    if n % 2:
+        return float(ranked[n // 2])
+    return float((ranked[n // 2 - 1] + ranked[n // 2]) / 2)
+
+
+def sorted_quantile(ranked: np.ndarray, q: float) -> float:
+    """np.quantile (linear) of 1-D values sorted ascending, 0 <= q <= 1; NaN where there is any."""
+    n = ranked.size
+    if math.isnan(ranked[-1]):
+        return math.nan
+    position = (n - 1) * q
+    below = math.floor(position)
+    if position >= n - 1:
+        return float(ranked[-1])
+    a, b = ranked[below], ranked[below + 1]
+    t = position - below
+    step = b - a
+    return float(b - step * (1 - t) if t >= 0.5 else a + step * t)
 
 
 def runs(inked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from veernet_core.digitise.runs import RunTable
 
 __all__ = ["ColumnTrace", "TraceOptions", "trace_curves"]
+
+CHOICES = 4  # the cheapest candidates per trace that the assignment of runs to traces weighs
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,7 @@ class _Track:
             del self.cols[: -opts.history], self.us[: -opts.history]
 
 
-@dataclass(frozen=True)
-class _Pick:
+class _Pick(NamedTuple):  # a tuple: built for every candidate run of every trace in every column
     run: int
     shift: int  # level of the detection: the run's fraction + shift is its unwrapped position
     cost: float
@@ -126,22 +128,34 @@ class _Tracer:
         self.u = np.full((count, width), np.nan)
         self.level = np.zeros((count, width), dtype=np.int8)
         self.conf = np.zeros((count, width), dtype=np.float32)
+        self._sliced: tuple[int, list[float], list[float], list[float]] = (-1, [], [], [])
 
     def fraction(self, rows: np.ndarray | float) -> np.ndarray:
         return (np.asarray(rows, dtype=np.float64) - self.top) / self.span
 
     def candidates(self, track: _Track, col: int, p: float) -> list[_Pick]:
-        """Runs within the gate of a track's prediction `p`, on its level or across a track edge."""
-        opts, runs = self.opts, self.runs[col]
-        gate = opts.gate_px / self.span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
+        """Runs within the gate of a track's prediction `p`, on its level or across a track edge: per level,
+        shifts ascending, the near runs, then the far ones, each top to bottom.
+
+        A run's distance from continuing the trace, read on level `shift`: it continues it if it is near
+        the prediction `p` or touches the last run (8-connected, one row of slack); the latter follows
+        kicks the prediction overshoots. Computed inline on the run table's lists (this runs for every
+        active trace in every column)."""
+        opts, span = self.opts, self.span
+        f_lo, f_hi, f_c = self._fractions(col)
+        gate = opts.gate_px / span + opts.gate_per_gap_column * max(track.gap(col), track.coasting(col))
+        far_gate = opts.far_gate
         picks: list[_Pick] = []
-        edge = opts.edge_px / self.span
+        edge = opts.edge_px / span
         # Where the re-entry column fell in a gap, the trace is back in further from the edge.
         entry = edge + opts.gate_per_gap_column * track.gap(col)
         # No wrap without a clean last run, nor for a trace too new to trust (it may have started on a
         # speck at the edge): NaN compares false.
+        extent = track.extent
         settled = len(track.cols) >= opts.history
-        out_lo, out_hi = track.extent if track.extent and settled else (math.nan, math.nan)
+        out_lo, out_hi = extent if extent and settled else (math.nan, math.nan)
+        ext_lo, ext_hi = extent if extent is not None else (math.nan, math.nan)
+        touch = 1.0 / span
         for shift in (track.level - 1, track.level, track.level + 1):
             if shift not in (-1, 0, 1):
                 continue
@@ -152,25 +166,32 @@ class _Tracer:
             if shift < track.level and not out_lo <= shift + 1 + entry:  # out through the top, in at the bottom
                 continue
             level_cost = edge * abs(shift - track.level)
-            near, far = [], []
-            for r, (f_lo, f_hi, f_c) in enumerate(zip(runs.f_lo, runs.f_hi, runs.f_c, strict=True)):
-                distance = self._distance(track.extent, f_lo, f_hi, shift, p)
+            far: list[_Pick] = []
+            for r, (lo, hi, centre) in enumerate(zip(f_lo, f_hi, f_c, strict=True)):
+                a, b = lo + shift - p, p - hi - shift
+                distance = b if b > a else a
+                if distance < 0.0:
+                    distance = 0.0
+                if extent is not None:
+                    a, b = lo + shift - ext_hi, ext_lo - hi - shift
+                    to_last = (b if b > a else a) - touch
+                    if to_last < 0.0:
+                        to_last = 0.0
+                    if to_last < distance:
+                        distance = to_last
                 if distance <= gate:
-                    near.append(_Pick(r, shift, distance + 0.1 * abs(f_c + shift - p) + level_cost))
-                elif distance <= opts.far_gate:
-                    far.append(_Pick(r, shift, 1.0 + (distance + 0.1 * abs(f_c + shift - p) + level_cost), far=True))
-            picks += near + far
+                    picks.append(_Pick(r, shift, distance + 0.1 * abs(centre + shift - p) + level_cost))
+                elif distance <= far_gate:
+                    far.append(_Pick(r, shift, 1.0 + (distance + 0.1 * abs(centre + shift - p) + level_cost), True))
+            picks += far
         return picks
 
-    def _distance(self, extent: tuple[float, float] | None, f_lo: float, f_hi: float, shift: int, p: float) -> float:
-        """How far a run (fractions f_lo..f_hi, read on level `shift`) is from continuing a trace: it
-        continues it if it is near the prediction `p` or touches the last run (8-connected, one row of
-        slack); the latter follows kicks the prediction overshoots."""
-        to_prediction = max(0.0, max(f_lo + shift - p, p - f_hi - shift))
-        if extent is None:
-            return to_prediction
-        to_last = max(0.0, max(f_lo + shift - extent[1], extent[0] - f_hi - shift) - 1.0 / self.span)
-        return min(to_prediction, to_last)
+    def _fractions(self, col: int) -> tuple[list[float], list[float], list[float]]:
+        """The column's runs as track fractions (lo, hi, centre), sliced once for all of its traces."""
+        if self._sliced[0] != col:
+            lists, first, last = self.runs.column(col)
+            self._sliced = (col, lists[4][first:last], lists[5][first:last], lists[6][first:last])
+        return self._sliced[1], self._sliced[2], self._sliced[3]
 
     def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Detections per trace and column: unwrapped fraction (NaN: none), level, confidence."""
@@ -186,7 +207,7 @@ class _Tracer:
 
     def _follow(self, col: int) -> None:
         """`_assign` for a channel that carries one active trace: its cheapest candidate, as `candidates`
-        and `_distance` find it, computed inline without building picks. The same arithmetic in the same
+        finds it, computed inline without building picks. The same arithmetic in the same
         order and the same tie-breaking (the first cheapest: shifts ascending, near runs before far ones,
         runs top to bottom), so the same trace; one trace has no contests, shares or idle partners."""
         track, opts, span = self.tracks[0], self.opts, self.span
@@ -245,20 +266,11 @@ class _Tracer:
         """The most active tracks matched to distinct runs, cheapest first; close misses then share."""
         predicted = {k: self.tracks[k].predict(col, self.opts) for k in active}
         options = {k: self.candidates(self.tracks[k], col, predicted[k]) for k in active}
-        best: dict[int, _Pick] = {}
-        best_key = (0, 0.0)
-        combos: list[tuple[_Pick | None, ...]]
         if len(active) == 1:  # one trace (a multiclass channel): its cheapest run, as the search below finds
-            combos = [] if not options[active[0]] else [(min(options[active[0]], key=lambda p: p.cost),)]
+            combo: tuple[_Pick | None, ...] = (min(options[active[0]], key=lambda p: p.cost, default=None),)
         else:
-            combos = _combinations([options[k] for k in active])
-        for combo in combos:
-            runs_used = [p.run for p in combo if p is not None]
-            if len(set(runs_used)) < len(runs_used):
-                continue
-            key = (-len(runs_used), sum(p.cost for p in combo if p is not None))
-            if not best or key < best_key:
-                best, best_key = {k: p for k, p in zip(active, combo, strict=True) if p is not None}, key
+            combo = best_combination([options[k] for k in active])
+        best = {k: p for k, p in zip(active, combo, strict=True) if p is not None}
         taken = {p.run for p in best.values()}
         for k in active:  # curves crossing: a trace left without a run of its own shares a near one
             if k not in best and self.tracks[k].gap(col) == 0:
@@ -286,18 +298,19 @@ class _Tracer:
                 return
 
     def _record(self, k: int, col: int, pick: _Pick, centre: float | None = None, contested: bool = False) -> None:
-        runs = self.runs[col]
-        u = (runs.f_c[pick.run] if centre is None else (centre - self.top) / self.span) + pick.shift
-        extent = (runs.f_lo[pick.run] + pick.shift, runs.f_hi[pick.run] + pick.shift)
+        lists, first, _ = self.runs.column(col)
+        i = first + pick.run
+        u = (lists[6][i] if centre is None else (centre - self.top) / self.span) + pick.shift
+        extent = (lists[4][i] + pick.shift, lists[5][i] + pick.shift)
         self.tracks[k].add(col, u, pick.shift, extent, contested, pick.far, self.opts)
         self.u[k, col], self.level[k, col] = u, pick.shift
-        self.conf[k, col] = runs.confidence[pick.run]
+        self.conf[k, col] = lists[3][i]
 
     def _split_centre(self, col: int, pick: _Pick, mine: float, others: list[float]) -> float:
         """Centroid of the rows of a shared run nearer this trace's prediction than the others'
         (fractions on the run's own level): two curves crossing pull neither centre off."""
-        runs = self.runs[col]
-        lo, hi = runs.lo[pick.run], runs.hi[pick.run]
+        lists, first, _ = self.runs.column(col)
+        lo, hi = lists[0][first + pick.run], lists[1][first + pick.run]
         rows = np.arange(max(lo - 1, 0), min(hi + 2, self.prob.shape[0]))
         f = self.fraction(rows)
         nearest = np.ones(rows.shape, dtype=bool)
@@ -306,24 +319,25 @@ class _Tracer:
                 nearest &= np.abs(f - mine) <= np.abs(f - other)
         weights = self.prob[rows, col].astype(np.float64) * nearest
         if weights.sum() <= 1e-6:
-            return runs.centre[pick.run]
+            return lists[2][first + pick.run]
         return float((weights * rows).sum() / weights.sum())
 
     def _births(self, col: int, idle: list[int], claimed: dict[int, _Pick]) -> None:
         """Start idle tracks (never started, or lost for longer than max_gap) on unclaimed, confirmed runs."""
         if not idle:
             return
-        runs = self.runs[col]
+        lists, first, last = self.runs.column(col)
+        confidence = lists[3][first:last]
         taken = {p.run for p in claimed.values()}
         near_active = [float(self.u[k, col]) for k in claimed]
         exclusion = self.opts.gate_px / self.span
         fresh = []
-        for r, f in enumerate(runs.f_c):
+        for r, f in enumerate(lists[6][first:last]):
             if r in taken or any(abs(f - (u - math.floor(u))) <= exclusion for u in near_active):
                 continue
             if self._confirmed(col, r):
                 fresh.append((f, r))
-        fresh.sort(key=lambda item: -runs.confidence[item[1]])  # the surest run starts first
+        fresh.sort(key=lambda item: -confidence[item[1]])  # the surest run starts first
         for f, r in fresh:
             if not idle:
                 return
@@ -336,20 +350,20 @@ class _Tracer:
         """The run continues in `confirm` of the next 2 * `confirm` columns (a speck or a stray kick
         does not; a dashed curve does). A run continues another if its centre is near, or, in the next
         column, if it touches it (8-connected, as in tracking): a steep stretch is one stroke too."""
-        runs = self.runs[col]
-        centre, lo, hi = runs.centre[run], runs.lo[run], runs.hi[run]
+        lists, first, _ = self.runs.column(col)
+        centre, lo, hi = lists[2][first + run], lists[0][first + run], lists[1][first + run]
         found, last = 0, col
         for c in range(col + 1, min(col + 1 + 2 * self.opts.confirm, len(self.runs))):
-            runs = self.runs[c]
+            lists, first, stop = self.runs.column(c)
             reach = self.opts.gate_px + self.opts.gate_per_gap_column * self.span * (c - last - 1)
             pick, nearest = -1, math.inf
-            for r, (r_lo, r_hi, r_centre) in enumerate(zip(runs.lo, runs.hi, runs.centre, strict=True)):
-                distance = abs(r_centre - centre)
+            for r in range(first, stop):
+                r_lo, r_hi, distance = lists[0][r], lists[1][r], abs(lists[2][r] - centre)
                 near = distance <= reach + (r_hi - r_lo) / 2 or (c == last + 1 and r_lo <= hi + 1 and r_hi >= lo - 1)
                 if near and distance < nearest:
                     pick, nearest = r, distance
             if pick >= 0:
-                centre, lo, hi = runs.centre[pick], runs.lo[pick], runs.hi[pick]
+                centre, lo, hi = lists[2][pick], lists[0][pick], lists[1][pick]
                 found, last = found + 1, c
                 if found >= self.opts.confirm:
                     return True
@@ -357,12 +371,59 @@ class _Tracer:
 
 
 
-def _combinations(options: list[list[_Pick]]) -> list[tuple[_Pick | None, ...]]:
-    combos: list[tuple[_Pick | None, ...]] = [()]
-    for opts in options:
-        choices: list[_Pick | None] = [None, *sorted(opts, key=lambda p: p.cost)[:4]]
-        combos = [(*c, o) for c in combos for o in choices]
-    return combos
+def _cost(pick: _Pick) -> float:
+    return pick.cost
+
+
+def best_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
+    """One pick or none per trace, from its four cheapest (`choices`), on distinct runs: the most picks,
+    then the least cost summed in trace order, then the first in the order of `itertools.product` over
+    (None, cheapest, ..., fourth cheapest) per trace. Found depth first, cheapest picks first, leaving
+    out every branch that cannot beat the best found so far (costs are never negative, so a partial sum
+    only grows). tests/core/test_digitise.py holds it to the exhaustive search it stands for."""
+    choices = [sorted(opts, key=_cost)[:CHOICES] for opts in options]
+    cheapest = tuple(c[0] if c else None for c in choices)
+    runs = [p.run for p in cheapest if p is not None]
+    if len(set(runs)) == len(runs):
+        # Every trace that can take a run takes its cheapest: no combination has more picks or costs less
+        # (a rounded sum never falls when a term grows), and of those that tie it comes first.
+        return cheapest
+    n = len(choices)
+    can_take = [0] * (n + 1)  # can_take[i]: how many of traces i.. have a pick to take at all
+    for i in range(n - 1, -1, -1):
+        can_take[i] = can_take[i + 1] + (1 if choices[i] else 0)
+    combo: list[_Pick | None] = [None] * n
+    order = [0] * n  # the choice taken per trace: 0 none, 1 + its rank among the cheapest
+    used: set[int] = set()
+    # (-picks, cost, order) of the best so far, and its combination: none at all, the first of the product.
+    best: list[Any] = [(0, 0.0, tuple(order)), tuple(combo)]
+
+    def beaten(count: int, cost: float) -> bool:
+        """Whether a branch that can reach at most `count` picks, costing at least `cost`, loses to the best."""
+        return (-count, cost) > best[0][:2]
+
+    def visit(i: int, count: int, cost: float) -> None:
+        if i == n:
+            key = (-count, cost, tuple(order))
+            if key < best[0]:
+                best[:] = [key, tuple(combo)]
+            return
+        for rank, pick in enumerate(choices[i], 1):
+            total = cost + pick.cost
+            if beaten(count + 1 + can_take[i + 1], total):
+                break  # the choices that follow cost as much or more
+            if pick.run in used:
+                continue
+            used.add(pick.run)
+            combo[i], order[i] = pick, rank
+            visit(i + 1, count + 1, total)
+            used.discard(pick.run)
+        combo[i], order[i] = None, 0
+        if not beaten(count + can_take[i + 1], cost):
+            visit(i + 1, count, cost)
+
+    visit(0, 0, 0.0)
+    return best[1]
 
 
 def _bridge(u: np.ndarray, level: np.ndarray, conf: np.ndarray, max_gap: int) -> np.ndarray:
