@@ -68,6 +68,10 @@ class _Track:
     level: int = 0
     extent: tuple[float, float] | None = None  # unwrapped span of the last run, if it was not contested
     contested: int = 0  # consecutive contested detections
+    # The slope `predict` fits to the history (None: fewer than two detections close together), fitted
+    # once per change of the history instead of once per column.
+    slope: float | None = None
+    fitted: bool = False  # whether `slope` is that of the history as it is
 
     def gap(self, col: int) -> int:
         return col - self.last_col - 1
@@ -79,6 +83,16 @@ class _Track:
     def predict(self, col: int, opts: TraceOptions) -> float:
         """Slope of a least-squares line through the last few clean detections (those close together),
         carried on from the last one; without two such detections, the last one."""
+        if not self.fitted:
+            self.slope, self.fitted = self._fit(opts), True
+        slope = self.slope
+        if slope is None:
+            return self.us[-1]
+        # From the last detection, not the fitted line: beds make curves step, and a step the line
+        # has not caught up with is still where the curve is.
+        return self.us[-1] + slope * (col - self.cols[-1])
+
+    def _fit(self, opts: TraceOptions) -> float | None:
         recent_c: list[int] = []
         recent_u: list[float] = []
         for c, u in zip(self.cols[-opts.history:], self.us[-opts.history:], strict=True):
@@ -87,14 +101,11 @@ class _Track:
                 recent_u.append(u)
         n = len(recent_c)
         if n < 2:
-            return self.us[-1]
+            return None
         mean_c = sum(recent_c) / n
         mean_u = sum(recent_u) / n
         spread = sum([(c - mean_c) ** 2 for c in recent_c])
-        slope = sum([(c - mean_c) * (u - mean_u) for c, u in zip(recent_c, recent_u, strict=True)]) / spread
-        # From the last detection, not the fitted line: beds make curves step, and a step the line
-        # has not caught up with is still where the curve is.
-        return self.us[-1] + slope * (col - self.cols[-1])
+        return sum([(c - mean_c) * (u - mean_u) for c, u in zip(recent_c, recent_u, strict=True)]) / spread
 
     def add(self, col: int, u: float, level: int, extent: tuple[float, float], contested: bool, far: bool,
             opts: TraceOptions) -> None:
@@ -108,6 +119,7 @@ class _Track:
             self.cols.append(col)
             self.us.append(u)
             del self.cols[: -opts.history], self.us[: -opts.history]
+            self.fitted = False
 
 
 class _Pick(NamedTuple):  # a tuple: built for every candidate run of every trace in every column
@@ -206,21 +218,28 @@ class _Tracer:
         return self.u, self.level, self.conf
 
     def _follow(self, col: int) -> None:
-        """`_assign` for a channel that carries one active trace: its cheapest candidate, as `candidates`
-        finds it, computed inline without building picks. The same arithmetic in the same
-        order and the same tie-breaking (the first cheapest: shifts ascending, near runs before far ones,
-        runs top to bottom), so the same trace; one trace has no contests, shares or idle partners."""
-        track, opts, span = self.tracks[0], self.opts, self.span
+        """`_assign` for a channel that carries one active trace: its cheapest candidate (`_cheapest`);
+        one trace has no contests, shares or idle partners."""
+        run, shift, cost, far, _ = self._cheapest(self.tracks[0], col, self.tracks[0].predict(col, self.opts))
+        if run >= 0:
+            self._record(0, col, _Pick(run, shift, cost, far))
+
+    def _cheapest(self, track: _Track, col: int, p: float) -> tuple[int, int, float, bool, list[int]]:
+        """The first cheapest of a track's `candidates` and the runs of its near ones, computed inline
+        without building picks: the same arithmetic in the same order and the same tie-breaking (shifts
+        ascending, near runs before far ones, runs top to bottom). Returns (run, shift, cost, far, near
+        runs); run -1 where there is no candidate."""
+        opts, span = self.opts, self.span
         level, extent, gap = track.level, track.extent, track.gap(col)
-        p = track.predict(col, opts)
         gate = opts.gate_px / span + opts.gate_per_gap_column * max(gap, track.coasting(col))
+        far_gate = opts.far_gate
         edge = opts.edge_px / span
         entry = edge + opts.gate_per_gap_column * gap
         out_lo, out_hi = extent if extent and len(track.cols) >= opts.history else (math.nan, math.nan)
         ext_lo, ext_hi = extent if extent is not None else (math.nan, math.nan)
         touch = 1.0 / span
-        lists, first, last = self.runs.column(col)
-        f_lo, f_hi, f_c = lists[4], lists[5], lists[6]
+        f_lo, f_hi, f_c = self._fractions(col)
+        near: list[int] = []
         best_cost, best_run, best_shift, best_far = math.inf, -1, 0, False
         for shift in (level - 1, level, level + 1):
             if shift not in (-1, 0, 1):
@@ -231,38 +250,51 @@ class _Tracer:
                 continue
             level_cost = edge * abs(shift - level)
             near_cost, near_run, far_cost, far_run = math.inf, -1, math.inf, -1
-            for r in range(first, last):
-                a, b = f_lo[r] + shift - p, p - f_hi[r] - shift
+            for r, (lo, hi, centre) in enumerate(zip(f_lo, f_hi, f_c, strict=True)):
+                a, b = lo + shift - p, p - hi - shift
                 distance = b if b > a else a
                 if distance < 0.0:
                     distance = 0.0
                 if extent is not None:
-                    a, b = f_lo[r] + shift - ext_hi, ext_lo - f_hi[r] - shift
+                    a, b = lo + shift - ext_hi, ext_lo - hi - shift
                     to_last = (b if b > a else a) - touch
                     if to_last < 0.0:
                         to_last = 0.0
                     if to_last < distance:
                         distance = to_last
                 if distance <= gate:
-                    cost = distance + 0.1 * abs(f_c[r] + shift - p) + level_cost
+                    near.append(r)
+                    cost = distance + 0.1 * abs(centre + shift - p) + level_cost
                     if cost < near_cost:
                         near_cost, near_run = cost, r
-                elif distance <= opts.far_gate:
-                    cost = 1.0 + (distance + 0.1 * abs(f_c[r] + shift - p) + level_cost)
+                elif distance <= far_gate:
+                    cost = 1.0 + (distance + 0.1 * abs(centre + shift - p) + level_cost)
                     if cost < far_cost:
                         far_cost, far_run = cost, r
             if near_run >= 0 and near_cost < best_cost and not far_cost < near_cost:
                 best_cost, best_run, best_shift, best_far = near_cost, near_run, shift, False
             elif far_run >= 0 and far_cost < best_cost:
                 best_cost, best_run, best_shift, best_far = far_cost, far_run, shift, True
-        if best_run >= 0:
-            u = f_c[best_run] + best_shift
-            spans = (f_lo[best_run] + best_shift, f_hi[best_run] + best_shift)
-            track.add(col, u, best_shift, spans, False, best_far, opts)
-            self.u[0, col], self.level[0, col] = u, best_shift
-            self.conf[0, col] = lists[3][best_run]
+        return best_run, best_shift, best_cost, best_far, near
 
     def _assign(self, col: int, active: list[int]) -> dict[int, _Pick]:
+        """`_assign_searched` where the tracks' cheapest candidates (`_cheapest`) fall on distinct runs:
+        each takes its own (`best_combination` would take the same, and no trace is left to share), a
+        pick contested where another trace has the run among its near candidates."""
+        predicted = [self.tracks[k].predict(col, self.opts) for k in active]
+        found = [self._cheapest(self.tracks[k], col, p) for k, p in zip(active, predicted, strict=True)]
+        runs = [f[0] for f in found if f[0] >= 0]
+        if len(set(runs)) < len(runs):
+            return self._assign_searched(col, active)
+        wanted = [run for f in found for run in set(f[4])]
+        best = {}
+        for k, (run, shift, cost, far, _) in zip(active, found, strict=True):
+            if run >= 0:
+                best[k] = pick = _Pick(run, shift, cost, far)
+                self._record(k, col, pick, None, contested=wanted.count(run) > 1)
+        return best
+
+    def _assign_searched(self, col: int, active: list[int]) -> dict[int, _Pick]:
         """The most active tracks matched to distinct runs, cheapest first; close misses then share."""
         predicted = {k: self.tracks[k].predict(col, self.opts) for k in active}
         options = {k: self.candidates(self.tracks[k], col, predicted[k]) for k in active}
