@@ -93,12 +93,10 @@ class _Track:
         return self.us[-1] + slope * (col - self.cols[-1])
 
     def _fit(self, opts: TraceOptions) -> float | None:
-        recent_c: list[int] = []
-        recent_u: list[float] = []
-        for c, u in zip(self.cols[-opts.history:], self.us[-opts.history:], strict=True):
-            if self.cols[-1] - c <= 3 * opts.history:
-                recent_c.append(c)
-                recent_u.append(u)
+        recent_c, recent_u = self.cols[-opts.history:], self.us[-opts.history:]
+        if recent_c[-1] - recent_c[0] > 3 * opts.history:  # columns ascend: the oldest may be too far back
+            kept = [i for i, c in enumerate(recent_c) if recent_c[-1] - c <= 3 * opts.history]
+            recent_c, recent_u = [recent_c[i] for i in kept], [recent_u[i] for i in kept]
         n = len(recent_c)
         if n < 2:
             return None
@@ -498,23 +496,40 @@ def _relevel(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.nd
         return fraction.copy(), level
     states = (-1, 0, 1)
     f = fraction[cols].tolist()
-    cost = [level_cost * abs(s) for s in states]
+    c0, c1, c2 = (level_cost * abs(s) for s in states)
     spans = np.diff(cols).tolist()
     back: list[tuple[int, int, int]] = []
-    for i in range(1, len(f)):
-        came = [0, 0, 0]
-        step = [0.0, 0.0, 0.0]
-        for n, s in enumerate(states):
-            moved = f[i] + s - f[i - 1]
-            j, best = 0, cost[0] + abs(moved - states[0])  # the cheapest previous state, the first on ties
-            for m in (1, 2):
-                option = cost[m] + abs(moved - states[m])
-                if option < best:
-                    j, best = m, option
-            step[n] = best + level_cost * abs(s) * spans[i - 1]
-            came[n] = j
-        cost = step
-        back.append((came[0], came[1], came[2]))
+    # Unrolled over the three states, before and after each step: per state s, the cheapest previous
+    # state (the first on ties), and a cost of level_cost per column off the primary scale (nothing on it).
+    for here, before, span in zip(f[1:], f[:-1], spans, strict=True):
+        moved = here - 1 - before  # to level -1
+        j0, b0 = 0, c0 + abs(moved + 1)
+        option = c1 + abs(moved)
+        if option < b0:
+            j0, b0 = 1, option
+        option = c2 + abs(moved - 1)
+        if option < b0:
+            j0, b0 = 2, option
+        moved = here - before  # to level 0
+        j1, b1 = 0, c0 + abs(moved + 1)
+        option = c1 + abs(moved)
+        if option < b1:
+            j1, b1 = 1, option
+        option = c2 + abs(moved - 1)
+        if option < b1:
+            j1, b1 = 2, option
+        moved = here + 1 - before  # to level 1
+        j2, b2 = 0, c0 + abs(moved + 1)
+        option = c1 + abs(moved)
+        if option < b2:
+            j2, b2 = 1, option
+        option = c2 + abs(moved - 1)
+        if option < b2:
+            j2, b2 = 2, option
+        penalty = level_cost * span
+        c0, c1, c2 = b0 + penalty, b1, b2 + penalty
+        back.append((j0, j1, j2))
+    cost = [c0, c1, c2]
     j = min(range(3), key=cost.__getitem__)
     chosen = [j]
     for links in reversed(back):
