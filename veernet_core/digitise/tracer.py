@@ -139,6 +139,8 @@ class _Tracer:
         self.level = np.zeros((count, width), dtype=np.int8)
         self.conf = np.zeros((count, width), dtype=np.float32)
         self._sliced: tuple[int, list[float], list[float], list[float]] = (-1, [], [], [])
+        # `candidates`' constants in track fractions, computed as it computes them
+        self._gate_px, self._edge, self._touch = opts.gate_px / self.span, opts.edge_px / self.span, 1.0 / self.span
 
     def fraction(self, rows: np.ndarray | float) -> np.ndarray:
         return (np.asarray(rows, dtype=np.float64) - self.top) / self.span
@@ -227,15 +229,14 @@ class _Tracer:
         without building picks: the same arithmetic in the same order and the same tie-breaking (shifts
         ascending, near runs before far ones, runs top to bottom). Returns (run, shift, cost, far, near
         runs); run -1 where there is no candidate."""
-        opts, span = self.opts, self.span
-        level, extent, gap = track.level, track.extent, track.gap(col)
-        gate = opts.gate_px / span + opts.gate_per_gap_column * max(gap, track.coasting(col))
-        far_gate = opts.far_gate
-        edge = opts.edge_px / span
-        entry = edge + opts.gate_per_gap_column * gap
-        out_lo, out_hi = extent if extent and len(track.cols) >= opts.history else (math.nan, math.nan)
+        level, extent, per_gap = track.level, track.extent, self.opts.gate_per_gap_column
+        gap = col - track.last_col - 1  # track.gap and track.coasting, inline
+        coasting = col - track.cols[-1] - 1 if track.cols else 0
+        gate = self._gate_px + per_gap * (gap if gap > coasting else coasting)
+        far_gate, edge, touch = self.opts.far_gate, self._edge, self._touch
+        entry = edge + per_gap * gap
+        out_lo, out_hi = extent if extent and len(track.cols) >= self.opts.history else (math.nan, math.nan)
         ext_lo, ext_hi = extent if extent is not None else (math.nan, math.nan)
-        touch = 1.0 / span
         f_lo, f_hi, f_c = self._fractions(col)
         near: list[int] = []
         best_cost, best_run, best_shift, best_far = math.inf, -1, 0, False
@@ -269,6 +270,10 @@ class _Tracer:
                     cost = 1.0 + (distance + 0.1 * abs(centre + shift - p) + level_cost)
                     if cost < far_cost:
                         far_cost, far_run = cost, r
+                elif lo + shift - p > far_gate and (extent is None or lo + shift - ext_hi - touch > far_gate):
+                    # Runs are ordered top to bottom: every run below this one is as far or farther from the
+                    # prediction and the last run (rounding is monotone), out of reach too.
+                    break
             if near_run >= 0 and near_cost < best_cost and not far_cost < near_cost:
                 best_cost, best_run, best_shift, best_far = near_cost, near_run, shift, False
             elif far_run >= 0 and far_cost < best_cost:
@@ -286,10 +291,16 @@ class _Tracer:
             return self._assign_searched(col, active)
         wanted = [run for f in found for run in set(f[4])]
         best = {}
+        lists, first, _ = self.runs.column(col)
         for k, (run, shift, cost, far, _) in zip(active, found, strict=True):
-            if run >= 0:
-                best[k] = pick = _Pick(run, shift, cost, far)
-                self._record(k, col, pick, None, contested=wanted.count(run) > 1)
+            if run >= 0:  # `_record`, inline
+                best[k] = _Pick(run, shift, cost, far)
+                i = first + run
+                u = lists[6][i] + shift
+                self.tracks[k].add(col, u, shift, (lists[4][i] + shift, lists[5][i] + shift), wanted.count(run) > 1,
+                                   far, self.opts)
+                self.u[k, col], self.level[k, col] = u, shift
+                self.conf[k, col] = lists[3][i]
         return best
 
     def _assign_searched(self, col: int, active: list[int]) -> dict[int, _Pick]:
