@@ -159,7 +159,7 @@ def test_a_one_trace_channel_takes_the_runs_the_general_search_takes(monkeypatch
         follow(self, col)
 
     def general(self: tracer_module._Tracer, col: int) -> None:
-        self._births(col, [], self._assign(col, [0]))
+        self._births(col, [], self._assign_searched(col, [0]))
 
     maps = [_noisy_single_curve(seed) for seed in range(12)]
     monkeypatch.setattr(tracer_module._Tracer, "_follow", counted)
@@ -171,6 +171,82 @@ def test_a_one_trace_channel_takes_the_runs_the_general_search_takes(monkeypatch
         assert fast.wrapped.any() and fast.bridged.any() and np.isnan(fast.u).any()  # the map has what it should
         for name in ("u", "level", "row", "confidence", "bridged"):
             np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+
+
+def test_several_traces_take_the_runs_the_general_search_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where every trace's cheapest run is its own, `_Tracer._assign` takes them without the search over
+    combinations (`_assign_searched`); on noisy maps of two and three curves that cross, wrap and break off,
+    the traces must be exactly those of the search in every column."""
+    assign = tracer_module._Tracer._assign
+    searched = tracer_module._Tracer._assign_searched
+    calls = {"assign": 0, "searched": 0}
+
+    def counted_assign(self: tracer_module._Tracer, col: int, active: list[int]) -> dict[int, tracer_module._Pick]:
+        calls["assign"] += 1
+        return assign(self, col, active)
+
+    def counted_searched(self: tracer_module._Tracer, col: int, active: list[int]) -> dict[int, tracer_module._Pick]:
+        calls["searched"] += 1
+        return searched(self, col, active)
+
+    maps = [(np.maximum.reduce([_noisy_single_curve(3 * seed + k) for k in range(count)]), count)
+            for seed in range(6) for count in (2, 3)]
+    monkeypatch.setattr(tracer_module._Tracer, "_assign", counted_assign)
+    monkeypatch.setattr(tracer_module._Tracer, "_assign_searched", counted_searched)
+    fast = [trace_curves(prob, TOP, BOTTOM, count=count) for prob, count in maps]
+    assert 0 < calls["searched"] < 0.5 * calls["assign"]  # both ways were taken
+    monkeypatch.setattr(tracer_module._Tracer, "_assign", searched)
+    for (prob, count), traces in zip(maps, fast, strict=True):
+        slow = trace_curves(prob, TOP, BOTTOM, count=count)
+        for a, b in zip(traces, slow, strict=True):
+            for name in ("u", "level", "row", "confidence", "bridged"):
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+def _relevel_by_loops(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.ndarray]:
+    """The wrap levels' Viterbi as plain loops over the states (what `tracer._relevel` unrolls)."""
+    cols = np.nonzero(np.isfinite(fraction))[0]
+    level = np.zeros(fraction.shape, dtype=np.int8)
+    if cols.size == 0:
+        return fraction.copy(), level
+    states = (-1, 0, 1)
+    f = fraction[cols].tolist()
+    cost = [level_cost * abs(s) for s in states]
+    spans = np.diff(cols).tolist()
+    back = []
+    for i in range(1, len(f)):
+        came, step = [0, 0, 0], [0.0, 0.0, 0.0]
+        for n, s in enumerate(states):
+            moved = f[i] + s - f[i - 1]
+            j, best = 0, cost[0] + abs(moved - states[0])
+            for m in (1, 2):
+                option = cost[m] + abs(moved - states[m])
+                if option < best:
+                    j, best = m, option
+            step[n], came[n] = best + level_cost * abs(s) * spans[i - 1], j
+        cost = step
+        back.append(came)
+    j = min(range(3), key=cost.__getitem__)
+    chosen = [j]
+    for links in reversed(back):
+        j = links[j]
+        chosen.append(j)
+    level[cols] = [states[j] for j in reversed(chosen)]
+    return fraction + level, level
+
+
+def test_the_unrolled_wrap_levels_are_those_of_the_loops() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(500):
+        n = int(rng.integers(1, 120))
+        fraction = np.mod(np.cumsum(rng.normal(0, rng.choice([0.01, 0.1, 0.4]), n)) + rng.uniform(), 1.0)
+        if rng.random() < 0.5:
+            fraction = np.round(fraction * 40) / 40  # ties
+        fraction[rng.random(n) < 0.2] = np.nan
+        level_cost = float(rng.choice([0.0, 0.001, 0.05]))
+        got, want = tracer_module._relevel(fraction, level_cost), _relevel_by_loops(fraction, level_cost)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[0], want[0])
 
 
 def _every_combination(options: list[list[tracer_module._Pick]]) -> tuple[tracer_module._Pick | None, ...]:
