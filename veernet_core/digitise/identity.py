@@ -29,7 +29,7 @@ from veernet_core.digitise.ink import (
     ScanPixels,
     ink_label,
     ink_scores,
-    look_at,
+    looks_along,
     page_of,
     style_label,
     style_scores,
@@ -70,7 +70,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     if not any(curve.style or curve.ink for curve in calibration.curves):
         scan = None  # nothing to hold the looks against: anchors alone name the curves
     page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
-    looks = [[_look(scan, page, t, a, b, near, half) for t in traces] for a, b in bounds]
+    looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, near, half) for t in traces], strict=True)]
     evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
@@ -116,15 +116,14 @@ def stretches(near: np.ndarray) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
-def _look(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, start: int, stop: int,
-          near: np.ndarray, half: int) -> Look | None:
-    """The trace's look over columns [start, stop) away from other traces, or None with too little to see."""
+def _looks(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, bounds: list[tuple[int, int]],
+           near: np.ndarray, half: int) -> list[Look | None]:
+    """The trace's look in each stretch, over its columns away from other traces, or None with too little
+    to see."""
     if scan is None or page is None:
-        return None
-    cols = np.arange(start, stop)
-    cols = cols[np.isfinite(trace.row[start:stop]) & ~near[start:stop]]
-    look = look_at(scan, page, trace.row[cols], cols, half)
-    return look if look is not None and look.columns >= MIN_COLUMNS else None
+        return [None] * len(bounds)
+    cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
+    return looks_along(scan, page, trace.row[cols], cols, half, bounds, MIN_COLUMNS)
 
 
 def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None]) -> np.ndarray:

@@ -80,25 +80,53 @@ def look_at(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, ha
     """The ink along a trace at image `rows` of columns `cols` (ascending), within `half` rows of it; the
     columns where a grid line crosses or runs along it are left out (ink there says nothing). None when
     nothing is left to see."""
+    return looks_along(scan, page, rows, cols, half, [(int(cols[0]), int(cols[-1]) + 1)] if cols.size else [(0, 0)])[0]
+
+
+def looks_along(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, half: int,
+                bounds: list[tuple[int, int]], min_columns: int = 1) -> list[Look | None]:
+    """`look_at` for each [start, stop) column range of `bounds` (ascending, not overlapping) along one
+    trace, with its pixels gathered once for all of them: per range, the look of the trace's columns in it,
+    or None where fewer than `min_columns` are left to see. The same values as `look_at` range by range:
+    each range's darknesses sorted on their own (one sort of the whole trace, by range), its ink those
+    sorted last."""
     height = scan.gray.shape[0]
     window = np.clip(np.rint(rows)[:, None].astype(np.int64) + np.arange(-half, half + 1)[None, :], 0, height - 1)
     seen = ~page.grid_cols[cols] & ~page.grid_rows[window].any(axis=1)
     window, cols = window[seen], cols[seen]
-    if cols.size == 0:
-        return None
+    starts = np.searchsorted(cols, [a for a, _ in bounds])
+    stops = np.searchsorted(cols, [b for _, b in bounds])
     pixels = scan.gray[window, cols[:, None]]
-    darkness = page.paper[cols] - pixels.min(axis=1).astype(np.float64)
-    ranked = np.sort(darkness)
-    # Ink where the stroke is at least half as dark as this stretch's own strokes: a light curve's
-    # ink counts as ink, and a gap's paper does not.
-    inked = darkness >= max(MIN_DARKNESS, 0.5 * sorted_quantile(ranked, 0.9))
-    ink_ranked = np.sort(darkness[inked])
-    rgb = None
-    if scan.colour is not None and ink_ranked.size:
-        ink_rows = window[np.arange(cols.size), pixels.argmin(axis=1)][inked]
-        rgb = tuple(float(v) for v in np.median(scan.colour[ink_rows, cols[inked]].astype(np.float64), axis=0))
-    return Look(inked, sorted_median(ink_ranked) if ink_ranked.size else 0.0, sorted_median(np.sort(page.paper[cols])),
-                rgb if rgb is None else (rgb[0], rgb[1], rgb[2]))
+    paper = page.paper[cols]
+    darkness = paper - pixels.min(axis=1).astype(np.float64)
+    # Columns of one range share a key, and columns between ranges keys of their own: sorted by key, then
+    # by value, each range's values lie sorted where its columns lie.
+    key = np.searchsorted(np.sort(np.concatenate([starts, stops])), np.arange(cols.size), side="right")
+    ranked, paper_ranked = darkness[np.lexsort((darkness, key))], paper[np.lexsort((paper, key))]
+    # Ink where the stroke is at least half as dark as its range's own strokes: a light curve's ink
+    # counts as ink, and a gap's paper does not.
+    start_list, stop_list = starts.tolist(), stops.tolist()
+    threshold = np.full(cols.size, np.inf)
+    for i, j in zip(start_list, stop_list, strict=True):
+        if j > i:
+            threshold[i:j] = max(MIN_DARKNESS, 0.5 * sorted_quantile(ranked[i:j], 0.9))
+    inked = darkness >= threshold
+    counted = np.concatenate([[0], np.cumsum(inked)]).tolist()
+    looks: list[Look | None] = []
+    for i, j in zip(start_list, stop_list, strict=True):
+        if j - i < max(min_columns, 1):
+            looks.append(None)
+            continue
+        ink_count = counted[j] - counted[i]
+        ink_ranked = ranked[j - ink_count : j]  # the range's inked values, sorted: the darkest
+        rgb = None
+        if scan.colour is not None and ink_count:
+            mine = inked[i:j]
+            ink_rows = window[i:j][np.arange(j - i), pixels[i:j].argmin(axis=1)][mine]
+            rgb = tuple(float(v) for v in np.median(scan.colour[ink_rows, cols[i:j][mine]].astype(np.float64), axis=0))
+        looks.append(Look(inked[i:j], sorted_median(ink_ranked) if ink_count else 0.0,
+                          sorted_median(paper_ranked[i:j]), rgb if rgb is None else (rgb[0], rgb[1], rgb[2])))
+    return looks
 
 
 # np.median and np.quantile of a few hundred values cost tens of microseconds in argument handling, and
