@@ -16,6 +16,7 @@ from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised, digitise
 from veernet_core.digitise.export import ExportMeta, to_json, to_las
 from veernet_core.digitise.identity import _cheap_swap, name_traces
+from veernet_core.digitise.ink import MIN_DARKNESS, Look, Page, ScanPixels, looks_along, page_of
 from veernet_core.digitise.predict import load_colour
 from veernet_core.digitise.tracer import ColumnTrace
 
@@ -224,3 +225,58 @@ def test_a_swap_cheap_over_a_quarter_of_the_log_leaves_the_names_in_doubt() -> N
     against = telling.copy()
     against[:4], against[4] = 3.0, -20.0  # one stretch's evidence is against the names: the run about it is cheap
     assert _cheap_swap(against, lengths, 200.0)
+
+
+def _look_alone(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, half: int) -> Look | None:
+    """One stretch's look measured on its own with NumPy's median and quantile: what `ink.looks_along`
+    gives per stretch."""
+    window = np.clip(np.rint(rows)[:, None].astype(np.int64) + np.arange(-half, half + 1)[None, :], 0,
+                     scan.gray.shape[0] - 1)
+    seen = ~page.grid_cols[cols] & ~page.grid_rows[window].any(axis=1)
+    window, cols = window[seen], cols[seen]
+    if cols.size == 0:
+        return None
+    pixels = scan.gray[window, cols[:, None]]
+    darkness = page.paper[cols] - pixels.min(axis=1).astype(np.float64)
+    inked = darkness >= max(MIN_DARKNESS, 0.5 * float(np.quantile(darkness, 0.9)))
+    rgb = None
+    if scan.colour is not None and inked.any():
+        ink_rows = window[np.arange(cols.size), pixels.argmin(axis=1)][inked]
+        r, g, b = (float(v) for v in np.median(scan.colour[ink_rows, cols[inked]].astype(np.float64), axis=0))
+        rgb = (r, g, b)
+    return Look(inked, float(np.median(darkness[inked])) if inked.any() else 0.0, float(np.median(page.paper[cols])),
+                rgb)
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_the_looks_of_all_stretches_at_once_are_those_of_each_stretch_alone(colour: bool) -> None:
+    """`ink.looks_along` measures a trace in every stretch from one gather and one sort; each look must be
+    exactly the stretch's look measured alone (None where fewer than `min_columns` are seen)."""
+    rng = np.random.default_rng(3)
+    height, width = 80, 900
+    gray = rng.integers(180, 256, (height, width)).astype(np.uint8)
+    gray[:, ::97] = 20  # vertical grid lines
+    gray[37, :] = 30  # a horizontal one
+    rows = 40 + 25 * np.sin(np.arange(width) / 60.0)
+    dashes = (np.arange(width) // 7) % 3 != 0
+    for col in np.flatnonzero(dashes):
+        gray[int(round(rows[col])) - 1 : int(round(rows[col])) + 2, col] = rng.integers(0, 120)
+    rgb = np.stack([gray, gray // 2 + 60, 255 - gray // 3], axis=-1).astype(np.uint8) if colour else None
+    scan = ScanPixels(gray, rgb)
+    page = page_of(scan, 5.0, 75.0)
+    cols = np.flatnonzero(rng.random(width) < 0.8)  # columns where the trace is seen, away from others
+    cuts = np.sort(rng.choice(np.arange(1, width), 60, replace=False))
+    bounds = list(zip([0, *cuts.tolist()], [*cuts.tolist(), width], strict=True))
+    together = looks_along(scan, page, rows[cols], cols, 2, bounds, min_columns=3)
+    alone = []
+    for a, b in bounds:
+        mine = cols[(cols >= a) & (cols < b)]
+        look = _look_alone(scan, page, rows[mine], mine, 2)
+        alone.append(look if look is not None and look.columns >= 3 else None)
+    assert sum(look is None for look in alone) > 0 and sum(look is not None for look in alone) > 40
+    for got, want in zip(together, alone, strict=True):
+        assert (got is None) == (want is None)
+        if got is not None and want is not None:
+            np.testing.assert_array_equal(got.inked, want.inked)
+            assert (got.darkness, got.paper, got.rgb) == (want.darkness, want.paper, want.rgb)
+            assert (got.rgb is None) == (not colour) or not got.inked.any()

@@ -168,20 +168,26 @@ def runs(inked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lengths[kinds], lengths[~kinds]
 
 
+def _clip(value: float, low: float, high: float) -> float:
+    """np.clip of one float, without NumPy's cost per call (it runs for every look)."""
+    return min(max(value, low), high)
+
+
 def style_scores(look: Look) -> dict[str, float]:
     """Agreement in 0..1 of the stretch with each line style, from its duty cycle and run lengths."""
-    duty = float(look.inked.mean()) if look.columns else 0.0
+    duty = np.count_nonzero(look.inked) / look.columns if look.columns else 0.0  # the share inked, as a mean
     on, off = runs(look.inked)
-    solid = float(np.clip((duty - 0.75) / 0.17, 0.0, 1.0))  # dashes of 2:1 ink to paper (0.67) are not solid
+    solid = _clip((duty - 0.75) / 0.17, 0.0, 1.0)  # dashes of 2:1 ink to paper (0.67) are not solid
     broken = 1.0 - solid
     if on.size == 0 or off.size == 0:
         return {"solid": solid, "dashed": broken / 3, "dotted": broken / 3, "dash-dot": broken / 3}
-    ratio = float(np.median(on)) / max(float(np.median(off)), 1.0)  # dashes are longer than their gaps, dots not
-    long_marks = float(np.clip((ratio - 0.7) / 0.8, 0.0, 1.0))
-    typical = float(np.quantile(on, 0.8))
-    short_share = float(np.mean(on <= 0.45 * typical))
+    on, off = np.sort(on), np.sort(off)
+    ratio = sorted_median(on) / max(sorted_median(off), 1.0)  # dashes are longer than their gaps, dots not
+    long_marks = _clip((ratio - 0.7) / 0.8, 0.0, 1.0)
+    typical = sorted_quantile(on, 0.8)
+    short_share = int(np.searchsorted(on, 0.45 * typical, side="right")) / on.size
     # Dash, dot, dash, dot: about half the marks short. A dashed line's marks broken by noise are fewer.
-    alternating = float(np.clip((min(short_share, 1.0 - short_share) - 0.2) / 0.2, 0.0, 1.0))
+    alternating = _clip((min(short_share, 1.0 - short_share) - 0.2) / 0.2, 0.0, 1.0)
     return {"solid": solid, "dashed": broken * long_marks * (1.0 - alternating),
             "dotted": broken * (1.0 - long_marks) * (1.0 - alternating), "dash-dot": broken * alternating}
 
@@ -189,14 +195,14 @@ def style_scores(look: Look) -> dict[str, float]:
 def ink_scores(look: Look) -> dict[str, float]:
     """Agreement in -1..1 of the stretch's ink with dark, light and each colour name: linear in the
     measure, so that of two curves the darker one scores higher as "dark" however dark both are."""
-    dark = float(np.clip((look.ink_ratio - DARK_RATIO) / 0.3, -1.0, 1.0))
+    dark = _clip((look.ink_ratio - DARK_RATIO) / 0.3, -1.0, 1.0)
     scores = {"dark": dark, "light": -dark}
     for name, reference in INK_COLOURS.items():
         if look.rgb is None:
             scores[name] = 0.0  # a gray scan says nothing about colour
             continue
         distance = float(np.linalg.norm(np.subtract(look.rgb, reference))) / 255.0
-        scores[name] = float(np.clip(1.0 - 2.5 * distance, -1.0, 1.0))
+        scores[name] = _clip(1.0 - 2.5 * distance, -1.0, 1.0)
     return scores
 
 
