@@ -46,6 +46,11 @@ ANCHOR_WEIGHT = 200.0  # per track width of distance: a point a person read off 
 WRAP_WEIGHT = 2.0  # per square root of a stretch's columns on a backup scale the curve does not declare
 MIN_COLUMNS = 3  # a stretch shorter than this (in measured columns) says nothing about style or ink
 MIN_WARN_COLUMNS = 20  # columns a curve needs before its look is held against its hints
+# Rows either side of a trace its stroke may cover: 1.2 % of the track on the model's grid, but never more
+# than 2 (pens draw 1 to 4 px at any resolution), so that on a full-resolution track (about 500 rows) the
+# looks are not read 6 rows about a 1-px line, where other curves' ink is (held-out seed 7777, 30 logs at
+# full resolution, perfect probabilities: curves of distinct looks 6.3 -> 5.8 % of the range).
+STROKE_HALF_MAX = 2
 ANCHOR_TOLERANCE = 0.1  # track widths between an anchor and the named trace before it is a warning
 
 Assignment = tuple[int, ...]  # assignment[c] = the trace that calibrated curve c is read from
@@ -64,13 +69,15 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     the tracer already `assigned` to the curves (`joint.trace_joint`: each traced as its curve, from its
     hints) keep their curves; the scan's looks then only say how sure each name is, and warn."""
     span = calibration.track_bottom - calibration.track_top
-    half = max(1, round(0.012 * span))  # rows either side of a trace that its stroke may cover
+    half = max(1, min(round(0.012 * span), STROKE_HALF_MAX))  # rows either side of a trace that its stroke may cover
     near = _touching(traces, max(2.0 * half + 2.0, 2.0))
     bounds = stretches(near)
     if not any(curve.style or curve.ink for curve in calibration.curves):
         scan = None  # nothing to hold the looks against: anchors alone name the curves
     page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
-    looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, near, half) for t in traces], strict=True)]
+    clear = max(2.0 * half + 2.0, 2.0)
+    looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, _crowded(traces, k, clear), half)
+                                        for k, t in enumerate(traces)], strict=True)]
     evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
@@ -99,6 +106,16 @@ def _touching(traces: list[ColumnTrace], distance: float) -> np.ndarray:
             near[1:] |= found[1:] != found[:-1]
             near[1:] |= np.abs(np.diff(trace.row)) > distance
     return near
+
+
+def _crowded(traces: list[ColumnTrace], k: int, distance: float) -> np.ndarray:
+    """Columns where another trace runs within `distance` rows of trace `k` (its ink may be theirs)."""
+    crowded = np.zeros(traces[k].row.size, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for j, other in enumerate(traces):
+            if j != k:
+                crowded |= np.abs(traces[k].row - other.row) <= distance
+    return crowded
 
 
 def stretches(near: np.ndarray) -> list[tuple[int, int]]:

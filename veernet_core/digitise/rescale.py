@@ -5,11 +5,14 @@ bundled model, trained on synthetic logs at scale 0.1 (48-64 px tall), reads a f
 (480-640 px tall) to about a third of the track off (31 % mean error over 20 held-out logs) and the
 same scans brought near its scale to about 3 % (`bench/digitise_eval.py --scale 1.0`). So when a
 checkpoint records that it learned from synthetic logs at scale s, a scan whose own scale differs by
-more than RESCALE_TOLERANCE is resampled for the network and for tracing (the tracer's gates are in
-pixels of the grid the model saw) to the nearest edge of the band the model reads as it is (s x 1.25
-for a finer scan, s / 1.25 for a coarser one: the least resampling, which keeps the most of a reduced
-stroke's contrast), and the traces are mapped back to the scan's columns before values are read on
-the calibration's depth step. Outputs (values, overlay, mask) are always on the scan's own pixel grid
+more than RESCALE_TOLERANCE is resampled for the network to the nearest edge of the band the model
+reads as it is (s x 1.25 for a finer scan, s / 1.25 for a coarser one: the least resampling, which keeps
+the most of a reduced stroke's contrast). A scan reduced for the network is traced at its own
+resolution: the model's reading marks a band about each curve and the scan's own pixels in it are the
+ink (`veernet_core.digitise.refine`), where curves that touch on the reduced grid are still apart. A scan
+enlarged for the network is traced on the model's grid (the tracer's gates are in its pixels) and the
+traces are mapped back to the scan's columns. Either way values are read on the calibration's depth
+step. Outputs (values, overlay, mask) are always on the scan's own pixel grid
 and depths.
 
 Scale 1.0 is the design's full resolution: logs 480-640 px tall, about 300 dpi. A scan's scale is
@@ -27,10 +30,18 @@ import torch.nn.functional as F
 
 from veernet_core.data import MIN_SIDE
 from veernet_core.digitise.calibration import Calibration, DepthScale
-from veernet_core.digitise.curves import Digitised, assigned_by_tracer, calibrate, digitise, trace_channels
+from veernet_core.digitise.curves import (
+    Digitised,
+    assigned_by_tracer,
+    calibrate,
+    channel_plan,
+    digitise,
+    trace_channels,
+)
 from veernet_core.digitise.identity import name_traces
-from veernet_core.digitise.ink import ScanPixels
+from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
+from veernet_core.digitise.refine import full_resolution_ink, snap_trace
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
 
 NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
@@ -123,12 +134,22 @@ def _to_grid(position: float, factor: float) -> float:
 
 def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling: Resampling,
                 options: TraceOptions | None = None, scan: ScanPixels | None = None) -> Digitised:
-    """Probabilities on the model's grid -> curves of the scan: traced on the model's grid, mapped to the
-    scan's columns, named on the `scan`'s own pixels (`identity.name_traces`) and read on the calibration's
-    depth step (plain `digitise` when the grids are one)."""
+    """Probabilities on the model's grid -> curves of the scan, named on the `scan`'s own pixels
+    (`identity.name_traces`) and read on the calibration's depth step (plain `digitise` when the grids are
+    one). On a scan reduced for the model, the scan's ink inside the model's bands
+    (`refine.full_resolution_ink`) is where the curves are read: a curve alone in its track is traced on
+    it, and curves that share a track are traced and named on the model's grid (the joint tracer), mapped
+    to the scan's columns and moved onto it (`refine.snap_trace`). An enlarged scan, or one without its
+    pixels, is traced on the model's grid and mapped."""
     if not resampling.resampled:
         return digitise(probabilities, calibration, options or TraceOptions(), scan)
     calibration.check(*resampling.scan_size)
+    ink = None
+    if scan is not None and resampling.model_size[0] < resampling.scan_size[0]:
+        page = page_of(scan, calibration.track_top, calibration.track_bottom)
+        ink = full_resolution_ink(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
+        if len(calibration.curves) == 1:
+            return digitise(ink, calibration, options or TraceOptions(), scan)
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
     # Several curves of one channel are traced with their ink's tone: the scan, on the model's grid.
     small_scan = None if scan is None else ScanPixels(
@@ -138,8 +159,20 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     traces = trace_channels(probabilities, small, options or TraceOptions(), small_scan)
     width = resampling.scan_size[1]
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
+    if ink is not None:
+        mapped = snapped(mapped, ink, calibration, resampling)
     named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
     return calibrate(named, calibration, resampling.scan_size)
+
+
+def snapped(traces: list[ColumnTrace], ink: np.ndarray, calibration: Calibration,
+            resampling: Resampling) -> list[ColumnTrace]:
+    """Mapped traces (one per calibrated curve) moved onto the scan's ink of their own channel, within a
+    reduced pixel and a half of where the model's grid put them."""
+    reach = int(np.ceil(1.5 * resampling.scan_size[0] / resampling.model_size[0]))
+    channel_of = {curve: channel for channel, members in channel_plan(ink.shape[0], len(traces)) for curve in members}
+    return [snap_trace(trace, ink[channel_of[k]] > 0.5, calibration.track_top, calibration.track_bottom, reach)
+            for k, trace in enumerate(traces)]
 
 
 def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: float) -> ColumnTrace:
