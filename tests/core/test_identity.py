@@ -213,31 +213,6 @@ def test_a_wrap_names_alike_curves_by_their_declared_backup_scales() -> None:
     assert unnamed.identity == ["ambiguous", "ambiguous"], "both declare the backup scale: nothing tells"
 
 
-def test_a_curve_apart_from_two_that_touch_is_named_by_its_own_look() -> None:
-    """Two solid curves run four rows apart along the whole log, and a dotted one far from both: the dotted
-    curve's look is read wherever no other trace is near *it*, so it is named by its style whatever the
-    two others do (their looks are never clear of each other, so those two are left in doubt)."""
-    height, width = 110, 400
-    gray = np.full((height, width), 230, dtype=np.uint8)
-    cols = np.arange(width)
-    solid_a = np.rint(20.0 + 3.0 * np.sin(cols / 40.0))
-    solid_b = solid_a + 4.0
-    dotted = np.rint(75.0 + 4.0 * np.cos(cols / 35.0))
-    gray[solid_a.astype(int), cols] = 20
-    gray[solid_b.astype(int), cols] = 150
-    on = (cols // 3) % 2 == 0
-    gray[dotted.astype(int)[on], cols[on]] = 20
-    curves = [{"mnemonic": "A", "left": 0, "right": 150, "style": "solid", "ink": "dark"},
-              {"mnemonic": "B", "left": 0, "right": 150, "style": "solid", "ink": "light"},
-              {"mnemonic": "D", "left": 0, "right": 150, "style": "dotted"}]
-    calibration = Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1100.0, "unit": "m"}, "curves": curves,
-                                         "track_top": 5.0, "track_bottom": 95.0, "step": 1.0}, height, width)
-    traces = [_trace(dotted, 5.0, 95.0), _trace(solid_a, 5.0, 95.0), _trace(solid_b, 5.0, 95.0)]
-    naming = name_traces(traces, calibration, ScanPixels(gray))
-    assert np.array_equal(naming.traces[2].row, dotted)
-    assert naming.identity[2] == "hinted"
-
-
 def test_a_swap_cheap_over_a_quarter_of_the_log_leaves_the_names_in_doubt() -> None:
     lengths = np.full(20, 10.0)  # 20 stretches of 10 columns
     telling = np.full(20, 3.0)  # evidence lost per stretch by swapping two curves there

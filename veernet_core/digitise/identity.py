@@ -75,9 +75,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     if not any(curve.style or curve.ink for curve in calibration.curves):
         scan = None  # nothing to hold the looks against: anchors alone name the curves
     page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
-    clear = max(2.0 * half + 2.0, 2.0)
-    looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, _crowded(traces, k, clear), half)
-                                        for k, t in enumerate(traces)], strict=True)]
+    looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, near, half) for t in traces], strict=True)]
     evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
@@ -106,16 +104,6 @@ def _touching(traces: list[ColumnTrace], distance: float) -> np.ndarray:
             near[1:] |= found[1:] != found[:-1]
             near[1:] |= np.abs(np.diff(trace.row)) > distance
     return near
-
-
-def _crowded(traces: list[ColumnTrace], k: int, distance: float) -> np.ndarray:
-    """Columns where another trace runs within `distance` rows of trace `k` (its ink may be theirs)."""
-    crowded = np.zeros(traces[k].row.size, dtype=bool)
-    with np.errstate(invalid="ignore"):
-        for j, other in enumerate(traces):
-            if j != k:
-                crowded |= np.abs(traces[k].row - other.row) <= distance
-    return crowded
 
 
 def stretches(near: np.ndarray) -> list[tuple[int, int]]:
