@@ -10,7 +10,7 @@ import pytest
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import trace_channels
 from veernet_core.digitise.ink import Page, ScanPixels, page_of
-from veernet_core.digitise.refine import SUPPORT, full_resolution_ink, snap_trace
+from veernet_core.digitise.refine import SUPPORT, full_resolution_ink, ink_mask, snap_trace
 from veernet_core.digitise.rescale import (
     Resampling,
     map_trace,
@@ -138,7 +138,8 @@ def test_traces_of_curves_that_share_a_track_move_onto_their_own_ink() -> None:
         traces = [map_trace(t, log.image.shape[1], *log.track)
                   for t in trace_channels(probabilities, small, scan=small_scan)]
         page = page_of(scan, *log.track)
-        ink = full_resolution_ink(probabilities, log.image, page, *log.track)
+        ink = ink_mask(probabilities, log.image, page, *log.track)
+        assert np.array_equal(ink[0], full_resolution_ink(probabilities, log.image, page, *log.track)[1] > 0.5)
         moved = snapped(traces, ink, calibration, resampling)
         truths = [c.unwrapped_fraction(log.track) for c in log.curves]
         for k, curve in enumerate(log.curves):

@@ -29,26 +29,36 @@ SUPPORT = 0.3  # the model's curve probability (after a 3x3 maximum) above which
 def full_resolution_ink(probabilities: np.ndarray, gray: np.ndarray, page: Page, top: float,
                         bottom: float) -> np.ndarray:
     """(C, h, w) class probabilities on the model's reduced grid and the scan's (H, W) gray pixels ->
-    (C, H, W) probabilities on the scan's grid: each curve channel is 1 on the scan's ink pixels inside the
-    band where the model found that channel's ink (its probability, after a 3x3 maximum, at least
-    SUPPORT), 0 elsewhere; channel 0 is what is left. Grid lines across the track (`page`) are not ink:
-    the tracer bridges a curve across them. Rows outside the track (with a margin of a reduced pixel) are
-    background."""
+    (C, H, W) probabilities on the scan's grid: each curve channel is 1 on its `ink_mask`, 0 elsewhere;
+    channel 0 is what is left."""
+    mask = ink_mask(probabilities, gray, page, top, bottom)
+    out = np.empty((mask.shape[0] + 1, *gray.shape), dtype=np.float32)
+    out[1:] = mask
+    out[0] = 1.0 - out[1:].max(axis=0) if mask.shape[0] else 1.0
+    return out
+
+
+def ink_mask(probabilities: np.ndarray, gray: np.ndarray, page: Page, top: float, bottom: float) -> np.ndarray:
+    """(C - 1, H, W) bool, per curve channel of the (C, h, w) reduced probabilities: the scan's ink pixels
+    inside the band where the model found that channel's ink (its probability, after a 3x3 maximum, at
+    least SUPPORT). Grid lines across the track (`page`) are not ink: the tracer bridges a curve across
+    them. Rows outside the track (with a margin of a reduced pixel) hold none."""
     classes, small_h, small_w = probabilities.shape
     height, width = gray.shape
+    # The reduced pixel each scan row and column lies in (pixel centres), as counts per reduced pixel.
     rows = np.minimum(((np.arange(height) + 0.5) * (small_h / height)).astype(np.int64), small_h - 1)
     cols = np.minimum(((np.arange(width) + 0.5) * (small_w / width)).astype(np.int64), small_w - 1)
+    row_counts, col_counts = np.bincount(rows, minlength=small_h), np.bincount(cols, minlength=small_w)
     ink = np.less_equal(gray, (page.paper - MIN_DARKNESS)[None, :])  # as ink.page_of counts it; no float copy
     ink[page.grid_rows[:height], :] = False
     ink[:, page.grid_cols] = False
     margin = int(np.ceil(height / small_h))
     ink[: max(0, int(np.floor(top)) - margin)] = False
     ink[int(np.ceil(bottom)) + margin + 1 :] = False
-    out = np.zeros((classes, height, width), dtype=np.float32)
+    out = np.empty((classes - 1, height, width), dtype=bool)
     for channel in range(1, classes):
         support = _max3(probabilities[channel]) >= SUPPORT
-        out[channel] = support[rows[:, None], cols[None, :]] & ink
-    out[0] = 1.0 - out[1:].max(axis=0) if classes > 1 else 1.0
+        np.logical_and(np.repeat(np.repeat(support, row_counts, axis=0), col_counts, axis=1), ink, out=out[channel - 1])
     return out
 
 

@@ -41,7 +41,7 @@ from veernet_core.digitise.curves import (
 from veernet_core.digitise.identity import name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
-from veernet_core.digitise.refine import full_resolution_ink, snap_trace
+from veernet_core.digitise.refine import full_resolution_ink, ink_mask, snap_trace
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
 
 NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
@@ -147,9 +147,10 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     ink = None
     if scan is not None and resampling.model_size[0] < resampling.scan_size[0]:
         page = page_of(scan, calibration.track_top, calibration.track_bottom)
-        ink = full_resolution_ink(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
         if len(calibration.curves) == 1:
-            return digitise(ink, calibration, options or TraceOptions(), scan)
+            full = full_resolution_ink(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
+            return digitise(full, calibration, options or TraceOptions(), scan)
+        ink = ink_mask(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
     # Several curves of one channel are traced with their ink's tone: the scan, on the model's grid.
     small_scan = None if scan is None else ScanPixels(
@@ -167,11 +168,13 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
 
 def snapped(traces: list[ColumnTrace], ink: np.ndarray, calibration: Calibration,
             resampling: Resampling) -> list[ColumnTrace]:
-    """Mapped traces (one per calibrated curve) moved onto the scan's ink of their own channel, within a
-    reduced pixel and a half of where the model's grid put them."""
+    """Mapped traces (one per calibrated curve) moved onto the scan's ink of their own channel (`ink`:
+    `refine.ink_mask`, one plane per curve channel), within a reduced pixel and a half of where the model's
+    grid put them."""
     reach = int(np.ceil(1.5 * resampling.scan_size[0] / resampling.model_size[0]))
-    channel_of = {curve: channel for channel, members in channel_plan(ink.shape[0], len(traces)) for curve in members}
-    return [snap_trace(trace, ink[channel_of[k]] > 0.5, calibration.track_top, calibration.track_bottom, reach)
+    channel_of = {curve: channel for channel, members in channel_plan(ink.shape[0] + 1, len(traces))
+                  for curve in members}
+    return [snap_trace(trace, ink[channel_of[k] - 1], calibration.track_top, calibration.track_bottom, reach)
             for k, trace in enumerate(traces)]
 
 
