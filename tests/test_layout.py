@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.syntax import parsed
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("api", "worker", "veernet_core")
 
@@ -33,7 +35,7 @@ MODULES = module_files()
 def imported_names(module: str, path: Path) -> Iterator[str]:
     """Every dotted name `module` imports, anywhere in its file; `from a import b` gives a.b as well as a."""
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bench.paper import render
+from tests.syntax import parsed
 from veernet_core.synth_truth import SynthLog
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,7 +141,7 @@ def test_broken_styles_leave_gaps_of_bare_paper() -> None:
 def _imported_modules(path: Path) -> set[str]:
     """Every absolute module a file imports, anywhere in it (a function-level import too)."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
