@@ -22,7 +22,8 @@ hardware. Four parts, in one process (the command-line runs in their own):
    loop measures) from the same initial weights, under each lever: fp32 (amp off), bf16 autocast, fp16
    autocast with the grad scaler, and bf16 with gradient checkpointing. Per mode: the steady step time
    (the steps after the first, GPU synchronised), real px/s, images/s, the allocator's peak, the
-   memory model's prediction of the largest micro-batch's peak, and every step's loss. The levers must
+   memory model's prediction of the largest micro-batch's peak (probed as the loop probes it, under the
+   mode's autocast), and every step's loss. The levers must
    not change what the model learns beyond numerical tolerance: each step's loss against fp32's.
 4. run: ``python -m veernet_core train`` on this device (``--run-logs`` logs at scale 0.25, classes 2):
    two epochs straight; one epoch, then resumed to two on this device; then that run resumed to three
@@ -55,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 from veernet_core.config import DataConfig, ModelConfig, TrainConfig  # noqa: E402
 from veernet_core.data import align, pad_collate  # noqa: E402
 from veernet_core.losses import LossWeights  # noqa: E402
+from veernet_core.memory import probe_memory  # noqa: E402
 from veernet_core.plan_gpus import (  # noqa: E402
     ASSUMED_EFFICIENCY,
     assumed_efficiency,
@@ -66,7 +68,7 @@ from veernet_core.plan_probe import device_class, measure_device  # noqa: E402
 from veernet_core.sampler import BucketBatchSampler  # noqa: E402
 from veernet_core.synth import SynthDataset  # noqa: E402
 from veernet_core.train import _loader, budget_and_memory  # noqa: E402
-from veernet_core.trainer import Trainer  # noqa: E402
+from veernet_core.trainer import Trainer, amp_dtype  # noqa: E402
 
 MODES: dict[str, tuple[str, bool]] = {  # name: (TrainConfig.amp, ModelConfig.grad_checkpointing)
     "fp32": ("off", False),
@@ -173,10 +175,11 @@ def modes_part(config: TrainConfig, device: torch.device, items: list[dict[str, 
                            "largest_micro_batch": [len(extents), max(h for h, _ in extents),
                                                    max(w for _, w in extents)],
                            "memory_model_peak_gib": round(memory.batch_peak_bytes(extents) / 2**30, 2)
-                           if memory else None}
+                           if memory else None}  # the loop's own model (the config's autocast: bf16 on CUDA)
     for name in modes:
         amp, checkpointing = MODES[name]
         mode_config = replace(config, amp=amp, model=replace(config.model, grad_checkpointing=checkpointing))
+        predicted = probe_memory(mode_config.model, device, amp_dtype(mode_config, device)).batch_peak_bytes(extents)
         trainer = Trainer(mode_config, device, sampler, budget, LossWeights(
             mode_config.tversky_alpha, mode_config.tversky_beta, mode_config.pixel_loss_weight))
         times, losses = [], []
@@ -197,6 +200,7 @@ def modes_part(config: TrainConfig, device: torch.device, items: list[dict[str, 
             "real_px_per_s": round(sum(steady_px) / sum(steady)),
             "images_per_s": round(sum(steady_images) / sum(steady), 2),
             "peak_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if device.type == "cuda" else None,
+            "memory_model_peak_gib": round(predicted / 2**30, 2),  # probed as the loop does, under this mode's autocast
             "losses": [round(loss, 5) for loss in losses]}
         del trainer
         if device.type == "cuda":

@@ -9,11 +9,15 @@ dense one, with an asterisk).
 
 ``efficiency`` (model FLOPs utilisation) is measured where a GPU of this table has run this model
 (a completed job or a probe job of the fleet: its measured training rate times the FLOPs per pixel,
-over its peak); otherwise it is ``ASSUMED_EFFICIENCY``, an assumption, and the plan says so. No GPU
-run of VeerNet has been measured while writing this: the CPU reaches 0.21 of its float32 matmul rate
-on this model (bench/README.md), and narrow convolutions (16 to 128 channels) with GroupNorm use
-tensor cores far less well than the wide layers peak figures are made of, so the assumed share is
-lower. Expect the estimate to be off by a factor of two either way until the fleet measures it.
+over its peak); otherwise it is ``ASSUMED_EFFICIENCY``, and the plan says it is not this fleet's.
+That share was measured once, on one NVIDIA H100 80GB HBM3 (bench/gpu_check.py, 2026-11-26,
+bench/README.md): the planner's own probe of the default training config at full scale, which
+renders its synthetic logs inside the timed steps as a run with no DataLoader workers does, reached
+0.18 % of the card's bf16 peak (14.2 M padded px/s). The GPU's own steps, with the logs rendered
+beforehand, reached 0.47 % in bf16: the network is narrow (16 to 128 channels) and works mostly at
+full resolution, far from what peak figures are made of. So the estimate is what a default run gets
+on an H100; on another card it scales with the card's peak, which is pessimistic where rendering on
+the host, not the card, bounds the run.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from typing import Any
 
 from veernet_core.config import ModelConfig
 
-ASSUMED_EFFICIENCY = 0.10  # an assumption, not a measurement (module docstring)
+# The planner's probe of the default config on one H100 (module docstring); it was 0.10, an assumption,
+# 55 times faster than that measurement.
+ASSUMED_EFFICIENCY = 0.0018
 ASSUMED_STARTUP_S = 60.0  # CUDA context, dataset sizes, memory probe, model build: assumed when nothing measured it
 ASSUMED_CHECKPOINT_BYTES_PER_S = 50e6  # serialise and upload a checkpoint: an assumed 50 MB/s to the store
 FLOP_COUNT_SIZE = (256, 1024)  # FLOPs grow with pixels: counted at one size, per pixel
@@ -144,7 +150,8 @@ class Efficiency:
 
 def assumed_efficiency() -> Efficiency:
     return Efficiency(ASSUMED_EFFICIENCY, f"assumed ({ASSUMED_EFFICIENCY:g} of peak): no GPU of the table has run "
-                      "this model on this fleet yet, so nothing measured it", True)
+                      "this model on this fleet yet; the share is what the planner's probe of the default config "
+                      "measured on one H100 80GB HBM3 (bench/README.md)", True)
 
 
 def estimate_rates(gpu: KnownGpu, model: ModelConfig, efficiency: Efficiency) -> dict[str, Any]:

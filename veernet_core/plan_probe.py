@@ -42,7 +42,7 @@ from veernet_core.plan import SOURCE_PROBE, Throughput
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.synth import SynthDataset
 from veernet_core.train import build_dataset
-from veernet_core.trainer import Trainer, validation_batches
+from veernet_core.trainer import Trainer, amp_dtype, validation_batches
 
 PROBE_STEPS = 3  # timed steps after the warm-up: enough to average, short enough to answer a request
 PROBE_STEP_PIXELS = 2**20  # a probe step's padded pixels at most (about 1 s on one CPU core)
@@ -198,8 +198,8 @@ def measure_device(config: TrainConfig, device: str | torch.device, dataset: Dat
     sizes = dataset.sizes()  # type: ignore[attr-defined]
     budget, memory = config.pixel_budget, None
     if not budget:  # the loop probes memory at every start unless the config fixes a budget
-        with torch.random.fork_rng(devices=[]):
-            memory = probe_memory(config.model, device)
+        with torch.random.fork_rng(devices=[]):  # as the loop probes it, under the run's own autocast
+            memory = probe_memory(config.model, device, amp_dtype(config, device))
         budget = memory.pixel_budget(device_memory_bytes(device) * config.memory_fraction)
     startup_s = time.perf_counter() - t0
     probe = probe_config(config, sizes, shrink=device.type != "cuda")

@@ -31,7 +31,7 @@ from veernet_core.losses import LossWeights
 from veernet_core.memory import MemoryModel, available_bytes, probe_memory
 from veernet_core.progress import Progress, StepTimer, StopReason, TrainCallbacks, expected_validation_s, seconds_left
 from veernet_core.sampler import BucketBatchSampler
-from veernet_core.trainer import Trainer
+from veernet_core.trainer import Trainer, amp_dtype
 
 
 @dataclass
@@ -103,8 +103,8 @@ def budget_and_memory(config: TrainConfig, device: torch.device,
     """``pixel_budget_for``'s budget, and the memory model measured for it (None if the config fixes it)."""
     if config.pixel_budget:
         return config.pixel_budget, None
-    with torch.random.fork_rng(devices=[]):
-        model = probe_memory(config.model, device)
+    with torch.random.fork_rng(devices=[]):  # under the run's own autocast: bf16 peaked 3.7 % above fp32's model
+        model = probe_memory(config.model, device, amp_dtype(config, device))
     measured = model.pixel_budget(available_bytes(device) * config.memory_fraction)
     return (saved if saved and saved <= measured else measured), model
 
