@@ -8,6 +8,7 @@ ends with the same bits as an uninterrupted one.
 from __future__ import annotations
 
 import math
+import os
 import signal
 import threading
 import time
@@ -82,9 +83,23 @@ class _SigtermFlag:
             signal.signal(signal.SIGTERM, self._previous)
 
 
+AUTO_WORKERS_MAX = 8  # enough to keep one H100 fed at full scale (about 3 are), few enough for 8 GPUs a box
+
+
+def loader_workers(config: TrainConfig, device: torch.device) -> int:
+    """The DataLoader's worker processes: the config's, or for -1 (auto) min(8, CPUs - 1) on CUDA and none on
+    the CPU. Workers render the same logs in the same order, so they never change what the model learns."""
+    if config.num_workers >= 0:
+        return config.num_workers
+    if device.type != "cuda":
+        return 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(0, min(AUTO_WORKERS_MAX, cpus - 1))
+
+
 def _loader(dataset: Dataset[dict[str, Any]], batches: list[list[int]], config: TrainConfig,
             device: torch.device) -> Iterator[dict[str, torch.Tensor]]:
-    workers = config.num_workers
+    workers = loader_workers(config, device)
     loader = DataLoader(dataset, batch_sampler=batches, collate_fn=pad_collate, num_workers=workers,
                         pin_memory=config.pin_memory and device.type == "cuda",
                         prefetch_factor=config.prefetch_factor if workers else None,

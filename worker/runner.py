@@ -48,6 +48,7 @@ def _run_training_job(job_id: int) -> str:
         timed = TimedStore(store)
         callbacks = ServiceCallbacks(job_id, attempt, settings, heartbeat, timed, device)
         registry = CheckpointRegistry(job_id, attempt, settings, annotate=callbacks.checkpoint_event_data)
+        allow_loader_workers()
         result = train(config, timed, callbacks, registry=registry, key_prefix=job_prefix(job_id, attempt),
                        s3_client=store.client if is_s3(store) else None)
     except LeaseLost:
@@ -60,6 +61,19 @@ def _run_training_job(job_id: int) -> str:
     finally:
         heartbeat.stop()
     return _settle(job_id, attempt, settings, result)
+
+
+def allow_loader_workers() -> None:
+    """Let this process start the DataLoader's workers. Celery's prefork pool runs each job in a daemonic
+    child, and a daemonic process may not start processes ("daemonic processes are not allowed to have
+    children"), so a run with ``num_workers`` (auto on CUDA) failed at its first epoch. The flag is this
+    process's own view: the pool still ends the child as before, the child runs one job
+    (worker_max_tasks_per_child 1), and the DataLoader ends its workers itself."""
+    import multiprocessing
+
+    process = multiprocessing.current_process()
+    if process.daemon:
+        process.daemon = False
 
 
 def _record_device(job_id: int, attempt: int, settings: Settings, device_name: str) -> str:

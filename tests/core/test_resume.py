@@ -68,3 +68,35 @@ def test_sigkill_mid_epoch_then_resume_is_bit_identical(tmp_path: Path) -> None:
     assert expected.keys() == actual.keys()
     for name, tensor in expected.items():
         assert torch.equal(tensor, actual[name]), f"{name} differs after resume"
+
+
+def test_dataloader_workers_change_no_bit_of_the_run(tmp_path: Path) -> None:
+    """Workers (auto on CUDA) render the same logs in the same order: the same weights as with none."""
+    from veernet_core.config import TrainConfig
+    from veernet_core.train import train
+
+    weights = []
+    for workers in (0, 2):
+        out = tmp_path / f"workers-{workers}"
+        config = TrainConfig.from_dict({**CONFIG, "data": {**CONFIG["data"], "dataset_size": 24}, "epochs": 1,
+                                        "num_workers": workers, "checkpoint_every_steps": 0})
+        result = train(config, LocalStore(out))
+        assert result.status == "completed" and result.last_checkpoint is not None
+        weights.append(deserialize(LocalStore(out).get(result.last_checkpoint.key))["model"])
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_auto_workers_feed_a_gpu_and_leave_a_cpu_run_its_cores() -> None:
+    from dataclasses import replace
+
+    from veernet_core.config import TrainConfig
+    from veernet_core.train import AUTO_WORKERS_MAX, loader_workers
+
+    auto = TrainConfig()
+    assert auto.num_workers == -1
+    assert loader_workers(auto, torch.device("cpu")) == 0
+    cpus = len(os.sched_getaffinity(0))
+    assert loader_workers(auto, torch.device("cuda")) == max(0, min(AUTO_WORKERS_MAX, cpus - 1))
+    assert loader_workers(replace(auto, num_workers=3), torch.device("cpu")) == 3
+    assert loader_workers(replace(auto, num_workers=0), torch.device("cuda")) == 0
