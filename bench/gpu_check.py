@@ -15,7 +15,7 @@ hardware. Four parts, in one process (the command-line runs in their own):
    training rate means on this card (``plan_gpus.efficiency_of``), where the planner otherwise assumes
    ``ASSUMED_EFFICIENCY``. Its steps render their logs inside the timed step, as a run with
    ``num_workers`` 0 does.
-2. loader: images per second the training loop's own DataLoader (``train._loader``: rendering, padded
+2. loader: images per second the training loop's own DataLoader (``train.batch_loader``: rendering, padded
    collate, pinned memory) delivers at this scale, with no workers (the default) and with ``--workers``.
 3. modes: ``--logs`` logs at ``--scale``, rendered once beforehand (so rendering is not timed); the
    first ``--steps`` optimiser steps of the bucketed sampler (effective batch 16, the pixel budget the
@@ -67,7 +67,7 @@ from veernet_core.plan_gpus import (  # noqa: E402
 from veernet_core.plan_probe import device_class, measure_device  # noqa: E402
 from veernet_core.sampler import BucketBatchSampler  # noqa: E402
 from veernet_core.synth import SynthDataset  # noqa: E402
-from veernet_core.train import _loader, budget_and_memory  # noqa: E402
+from veernet_core.train import batch_loader, budget_and_memory  # noqa: E402
 from veernet_core.trainer import Trainer, amp_dtype  # noqa: E402
 
 MODES: dict[str, tuple[str, bool]] = {  # name: (TrainConfig.amp, ModelConfig.grad_checkpointing)
@@ -141,7 +141,7 @@ def loader_part(config: TrainConfig, device: torch.device, images: int, workers:
         loader_config = replace(config, num_workers=count)
         started = time.perf_counter()
         seen = 0
-        for batch in _loader(dataset, batches, loader_config, device):
+        for batch in batch_loader(dataset, batches, loader_config, device):
             seen += int(batch["image"].shape[0])
         out[f"workers_{count}_images_per_s"] = round(seen / (time.perf_counter() - started), 2)
     return out

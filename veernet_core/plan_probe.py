@@ -35,13 +35,13 @@ from torch.utils.data import Dataset, Subset
 
 from veernet_core.checkpoint import LocalStore, SidecarRegistry
 from veernet_core.config import ModelConfig, TrainConfig
-from veernet_core.data import align, pad_collate
+from veernet_core.data import align
 from veernet_core.losses import LossWeights
 from veernet_core.memory import MemoryModel, available_bytes, probe_memory
 from veernet_core.plan import SOURCE_PROBE, Throughput
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.synth import SynthDataset
-from veernet_core.train import build_dataset
+from veernet_core.train import batch_loader, build_dataset
 from veernet_core.trainer import Trainer, amp_dtype, validation_batches
 
 PROBE_STEPS = 3  # timed steps after the warm-up: enough to average, short enough to answer a request
@@ -105,10 +105,13 @@ def probe_throughput(config: TrainConfig, device: str | torch.device, dataset: D
                       LossWeights(config.tversky_alpha, config.tversky_beta, config.pixel_loss_weight))
     startup_s += time.perf_counter() - t0
     steps = sampler.epoch_steps(0)[:PROBE_STEPS + 1]
+    # Fed as the run feeds its steps: the loop's own DataLoader, with its workers (auto on CUDA), whose
+    # start-up falls in the first step; without workers each step renders its own logs.
+    loader = batch_loader(dataset, [mb for step in steps for mb in step.micro_batches], config, device)
     times, pixels = [], []
     for step in steps:
         t0 = time.perf_counter()
-        trainer.train_step(step, [pad_collate([dataset[i] for i in mb]) for mb in step.micro_batches])
+        trainer.train_step(step, [next(loader) for _ in step.micro_batches])
         times.append(time.perf_counter() - t0)
         pixels.append(sum(_padded(sizes, mb) for mb in step.micro_batches))
     train_rate = sum(pixels[1:]) / sum(times[1:])

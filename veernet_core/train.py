@@ -97,7 +97,7 @@ def loader_workers(config: TrainConfig, device: torch.device) -> int:
     return max(0, min(AUTO_WORKERS_MAX, cpus - 1))
 
 
-def _loader(dataset: Dataset[dict[str, Any]], batches: list[list[int]], config: TrainConfig,
+def batch_loader(dataset: Dataset[dict[str, Any]], batches: list[list[int]], config: TrainConfig,
             device: torch.device) -> Iterator[dict[str, torch.Tensor]]:
     workers = loader_workers(config, device)
     loader = DataLoader(dataset, batch_sampler=batches, collate_fn=pad_collate, num_workers=workers,
@@ -201,7 +201,7 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
             steps = sampler.epoch_steps(trainer.epoch)
             step_pixels = [sampler.padded_pixels(s) for s in steps]
             steps_left = steps[trainer.step:]
-            batches = _loader(dataset, [mb for s in steps_left for mb in s.micro_batches], config, trainer.device)
+            batches = batch_loader(dataset, [mb for s in steps_left for mb in s.micro_batches], config, trainer.device)
             for step, pixels in zip(steps_left, step_pixels[trainer.step:], strict=True):
                 t0 = time.monotonic()
                 trainer.train_step(step, [next(batches) for _ in step.micro_batches])

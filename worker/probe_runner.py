@@ -44,11 +44,13 @@ def _run_probe_job(job_id: int) -> str:
     attempt, job, heartbeat = started
     from veernet_core.config import ConfigError, TrainConfig
     from veernet_core.plan_probe import measure_device
+    from worker.runner import allow_loader_workers
 
     try:
         config = TrainConfig.from_dict(job.config.get("train"))
         device = _record_device(job_id, attempt, settings, config.device)
         store = get_store()
+        allow_loader_workers()  # the probe feeds its steps as the run does, through the loop's DataLoader
         measured = measure_device(config, device, where=f" (probe job {job_id})",
                                   s3_client=store.client if is_s3(store) else None)
     except ConfigError as exc:
