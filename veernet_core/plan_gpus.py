@@ -15,9 +15,11 @@ bench/README.md): the planner's own probe of the default training config at full
 renders its synthetic logs inside the timed steps as a run with no DataLoader workers does, reached
 0.18 % of the card's bf16 peak (14.2 M padded px/s). The GPU's own steps, with the logs rendered
 beforehand, reached 0.47 % in bf16: the network is narrow (16 to 128 channels) and works mostly at
-full resolution, far from what peak figures are made of. So the estimate is what a default run gets
-on an H100; on another card it scales with the card's peak, which is pessimistic where rendering on
-the host, not the card, bounds the run.
+full resolution, far from what peak figures are made of. So the estimate is what a default run got
+on an H100 then; on another card it scales with the card's peak, which is pessimistic where rendering
+on the host, not the card, bounds the run. Runs on CUDA have since rendered in DataLoader workers by
+default (``num_workers`` auto), which should bring a run towards the GPU's own 0.47 %; that has not
+been measured end to end on a GPU yet, so the share stays at what was.
 """
 
 from __future__ import annotations
