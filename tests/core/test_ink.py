@@ -37,3 +37,17 @@ def test_the_page_finds_the_paper_and_grid_lines_as_float_arithmetic_on_the_scan
         np.testing.assert_array_equal(page.grid_cols, (rows <= threshold).mean(axis=0) >= 0.5)
         np.testing.assert_array_equal(page.grid_rows, (image.astype(np.float64) <= threshold).mean(axis=1) >= 0.5)
         assert page.grid_rows[5] and page.grid_cols[image.shape[1] // 3]
+
+
+def test_a_tracks_page_is_computed_once_per_scan_and_track() -> None:
+    """The tracer, the naming and a reduced scan's reading each ask for the same track's page: one answer."""
+    rng = np.random.default_rng(5)
+    gray = np.full((120, 400), 235, dtype=np.uint8)
+    gray[60:, :] = 180  # a darker lower half: two tracks of different paper
+    gray[:, ::7] = rng.integers(0, 255, size=(120, 58), dtype=np.uint8)
+    scan = ScanPixels(gray)
+    upper, lower = page_of(scan, 5.0, 55.0), page_of(scan, 65.0, 115.0)
+    assert page_of(scan, 5.0, 55.0) is upper and page_of(scan, 65.0, 115.0) is lower
+    assert not np.array_equal(upper.paper, lower.paper), "each track keeps its own page"
+    fresh = page_of(ScanPixels(gray.copy()), 65.0, 115.0)
+    assert all(np.array_equal(getattr(fresh, k), getattr(lower, k)) for k in ("paper", "grid_cols", "grid_rows"))

@@ -10,7 +10,7 @@ for the naming step (`veernet_core.digitise.identity`) to weigh, and a label for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,9 @@ class ScanPixels:
 
     gray: np.ndarray
     colour: np.ndarray | None = None
+    # page_of's answers per track (top, bottom): the tracer, the naming and the reading of a reduced scan
+    # each ask for the same track's page; the scan's pixels are never changed once read.
+    pages: dict[tuple[float, float], Page] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,14 @@ class Page:
 
 
 def page_of(scan: ScanPixels, top: float, bottom: float) -> Page:
+    """The track's page, computed once per scan and track (``ScanPixels.pages``)."""
+    page = scan.pages.get((top, bottom))
+    if page is None:
+        page = scan.pages[(top, bottom)] = _page(scan, top, bottom)
+    return page
+
+
+def _page(scan: ScanPixels, top: float, bottom: float) -> Page:
     rows = scan.gray[max(0, int(math.floor(top))) : int(math.ceil(bottom)) + 1]
     # A column's median is the paper's gray, except on a vertical grid line, which covers the column:
     # the median over neighbouring columns (grid lines are a small share of them) holds there too.
