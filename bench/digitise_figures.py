@@ -53,9 +53,11 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
 
 
 def levels(row: Row) -> dict[str, str]:
-    """The factor levels a row belongs to, by factor."""
+    """The factor levels a row belongs to, by factor; and the digitiser's own verdict on the curve's name
+    (`identity`: single, anchored, hinted, ambiguous or refused), so that a user reads how far to trust a
+    curve the service names and one it flags."""
     found = {"style": row["style"], "ink": row["ink_class"], "stroke_px": str(row["stroke_px"]),
-             "curves_in_log": str(row["curves_in_log"]), "wrap": row["wrap"]}
+             "curves_in_log": str(row["curves_in_log"]), "wrap": row["wrap"], "identity": row["identity"]}
     found.update({name: "yes" if row["factors"].get(name) else "no" for name in PAGE_FACTORS})
     return found
 

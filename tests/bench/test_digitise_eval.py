@@ -25,9 +25,16 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
     positions = result["by_position"]
     assert positions["1"]["curves"] == 6  # every log has a first curve, and only it counts there
     assert sum(p["curves"] for p in positions.values()) == result["curves"] > 6
-    for factor in ("style", "ink", "stroke_px", "curves_in_log", "bilevel", "jpeg", "low_res"):
+    for factor in ("style", "ink", "stroke_px", "curves_in_log", "bilevel", "jpeg", "low_res", "identity"):
         levels = result["by_factor"][factor]
         assert sum(level["curves"] for level in levels.values()) == result["curves"]
+    verdicts = result["by_factor"]["identity"]
+    assert set(verdicts) <= {"single", "anchored", "hinted", "ambiguous", "refused"}
+    def count(levels: dict, level: str) -> int:
+        return int(levels.get(level, {"curves": 0})["curves"])
+
+    assert count(verdicts, "single") == count(result["by_factor"]["curves_in_log"], "1")
+    assert count(verdicts, "ambiguous") == result["identity"]["flagged_ambiguous"]
     ranked = [w["mae_pct"] for w in result["worst"]]
     assert ranked == sorted(ranked, reverse=True, key=lambda v: float("inf") if v is None else v)
     assert result["calibration_hints"] in ("read", "ignored")
