@@ -102,19 +102,10 @@ def embedded_service(root: Path) -> Iterator[CliService]:
         cli = Cli(stack.api_url, key, work, client_env)
         yield CliService(stack, cli, data / "checkpoints")
     finally:
-        stop_together(stack)
+        stack.stop()
         db.dispose_engines()
 
 
-def stop_together(stack: Stack) -> None:
-    """Stop every process at once (each then gets its own grace period), not one after another."""
-    procs = [*stack.workers, stack.api]
-    for proc in procs:
-        if proc.alive():
-            proc.signal(signal.SIGTERM, group=False)
-    stack.client.close()
-    for proc in procs:
-        proc.stop(timeout_s=20)
 
 
 @dataclass

@@ -65,6 +65,9 @@ def test_every_gpu_worker_answers_and_a_stuck_one_is_named(box: dict[str, str], 
     workers = Proc("workers", [VEERNET, "worker", "--gpus", "all", "--queue", "train"], box, tmp_path / "w.log")
     workers.start()
     try:
+        # Both Celery workers logged ready first: a ping before then waits out its 5 s for nothing.
+        wait_until(lambda: workers.output().count("ready.") >= 2 or not workers.alive(), 120,
+                   "both GPU workers to log ready", diagnose=workers.tail)
         wait_until(lambda: ping(box, "worker", "--gpus", "all").returncode == 0 or not workers.alive(), 120,
                    "both GPU workers to answer", every_s=1, diagnose=workers.tail)
         assert workers.alive(), workers.tail()
@@ -88,6 +91,7 @@ def test_the_reaper_answers_while_it_runs(box: dict[str, str], tmp_path: Path) -
     reaper = Proc("reaper", [VEERNET, "reaper"], box, tmp_path / "reaper.log")
     reaper.start()
     try:
+        reaper.wait_logged(r"ready\.", 120)  # a ping before then waits out its 5 s for nothing
         wait_until(lambda: ping(box, "reaper").returncode == 0 or not reaper.alive(), 120, "the reaper to answer",
                    every_s=1, diagnose=reaper.tail)
         assert reaper.alive(), reaper.tail()
