@@ -57,10 +57,11 @@ def test_without_hints_two_curves_are_ambiguous_and_the_outputs_say_so(tmp_path:
     data = to_json(result, ExportMeta("0" * 64))
     assert [c["identity"] for c in data["curves"]] == ["ambiguous", "ambiguous"]  # type: ignore[index]
     warnings = data["warnings"]
-    assert isinstance(warnings, list) and any("C0, C1: nothing in the calibration tells" in w for w in warnings)
+    assert isinstance(warnings, list)
+    assert any("C0, C1: neither the calibration nor the scan tells" in w for w in warnings)
     text = to_las(result, ExportMeta("0" * 64))
     las = lasio.read(io.StringIO(text))
-    assert "nothing in the calibration tells these curves apart" in las.other
+    assert "neither the calibration nor the scan tells these curves apart" in las.other
     assert las.params["IDN1"].value == "AMBIGUOUS"
     lascheck = pytest.importorskip("lascheck", reason="lascheck is the LAS 2.0 validator named in the issue")
     (tmp_path / "ambiguous.las").write_text(text)

@@ -140,8 +140,8 @@ def result_warnings(d: CurveTable) -> list[str]:
     lines = []
     ambiguous = [name for name, curve in zip(names, d.curves, strict=True) if curve.identity == "ambiguous"]
     if ambiguous:
-        lines.append(f"{', '.join(ambiguous)}: nothing in the calibration tells these curves apart, so they are "
-                     "named in the tracer's order; check the overlay, or add style, ink or anchors hints")
+        lines.append(f"{', '.join(ambiguous)}: neither the calibration nor the scan tells these curves apart for "
+                     "certain, so their names may be swapped; check the overlay, or add style, ink or anchors hints")
     for name, curve in zip(names, d.curves, strict=True):
         lines += [f"{name}: {warning}" for warning in curve.warnings]
         unexpected = int(np.count_nonzero(curve.wrap_unexpected))

@@ -38,7 +38,7 @@ from veernet_core.digitise.curves import (
     digitise,
     trace_channels,
 )
-from veernet_core.digitise.identity import name_traces
+from veernet_core.digitise.identity import Naming, name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.refine import full_resolution_ink, ink_mask, snap_trace
@@ -138,15 +138,16 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     (`identity.name_traces`) and read on the calibration's depth step (plain `digitise` when the grids are
     one). On a scan reduced for the model, the scan's ink inside the model's bands
     (`refine.full_resolution_ink`) is where the curves are read: a curve alone in its track is traced on
-    it, and curves that share a track are traced and named on the model's grid (the joint tracer), mapped
+    it, and curves that share a track are traced on the model's grid (the joint tracer), mapped
     to the scan's columns and moved onto it (`refine.snap_trace`). An enlarged scan, or one without its
     pixels, is traced on the model's grid and mapped.
 
-    Where the joint tracer traced each curve as itself from its hints on the model's grid, the traces keep
-    those names, and the scan's own looks only grade them (`assigned`), as on a scan at the model's scale.
-    The full-resolution track is too tall for the joint tracer, but naming the mapped traces afresh by
-    their looks there named more curves wrong without a flag: 18 against 9 of 115 curves (the generator)
-    and 26 against 8 of 108 (the independent renderer) on 60 held-out full-resolution logs."""
+    The full-resolution track is too tall for the joint tracer, so the mapped traces are named afresh by
+    their looks on the scan. Where the joint tracer traced each curve as itself from its hints on the
+    model's grid, its names are a second opinion: a curve the two namings read differently, or that the
+    tracer's names leave ambiguous, is flagged ambiguous (`agreed`). Either naming alone named curves
+    wrong without a flag that the other caught (bench/README.md, 2026-11-26).
+    """
     if not resampling.resampled:
         return digitise(probabilities, calibration, options or TraceOptions(), scan)
     calibration.check(*resampling.scan_size)
@@ -168,9 +169,30 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
     if ink is not None:
         mapped = snapped(mapped, ink, calibration, resampling)
-    named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], small))
+    named = name_traces(mapped, calibration, scan)
     # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
+    if assigned_by_tracer(probabilities.shape[0], small):
+        named = agreed(named, name_traces(mapped, calibration, scan, assigned=True))
     return calibrate(named, calibration, resampling.scan_size)
+
+
+DISAGREE_SHARE = 0.10  # of a curve's columns read by both namings: more apart than DISAGREE_U, the names differ
+DISAGREE_U = 0.02  # of the track: two traces this far apart at a column are not the same trace there
+
+
+def agreed(by_looks: Naming, by_tracer: Naming) -> Naming:
+    """The naming by looks at full resolution, with every curve flagged ambiguous that the joint tracer's
+    names (graded by the same looks) flag, or that the two namings give different traces. A curve its
+    anchors name keeps its name: points the user read off the scan outrank the tracer's hints."""
+    identity = list(by_looks.identity)
+    for k, (a, b) in enumerate(zip(by_looks.traces, by_tracer.traces, strict=True)):
+        if identity[k] == "anchored":
+            continue
+        both = np.isfinite(a.u) & np.isfinite(b.u)
+        differ = both & (np.abs(a.u - b.u) > DISAGREE_U)
+        if by_tracer.identity[k] == "ambiguous" or differ.sum() > DISAGREE_SHARE * max(1, both.sum()):
+            identity[k] = "ambiguous"
+    return replace(by_looks, identity=identity)
 
 
 def snapped(traces: list[ColumnTrace], ink: np.ndarray, calibration: Calibration,
