@@ -1,6 +1,6 @@
-"""Curves that share a track on a full-resolution scan keep the names the joint tracer gave them on the
-model's grid from their hints (`rescale.scan_curves`), as at the model's scale: on these held-out logs,
-naming the mapped traces afresh by their looks at full resolution named curves wrong without a flag."""
+"""Curves that share a track on a full-resolution scan are named by their looks on the scan, and a curve
+the joint tracer's hint-based names read differently is flagged ambiguous (`rescale.agreed`): on these
+held-out logs the looks alone named curves wrong without a flag."""
 
 from __future__ import annotations
 
