@@ -15,7 +15,7 @@ from tests.core.naming_testkit import Drawn, RenderedLog, render, share_on_own_c
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised, digitise
 from veernet_core.digitise.export import ExportMeta, to_json, to_las
-from veernet_core.digitise.identity import _cheap_swap, name_traces
+from veernet_core.digitise.identity import DISAGREE_SHARE, DISAGREE_U, Naming, _cheap_swap, checked_against, name_traces
 from veernet_core.digitise.ink import MIN_DARKNESS, Look, Page, ScanPixels, looks_along, page_of
 from veernet_core.digitise.predict import load_colour
 from veernet_core.digitise.tracer import ColumnTrace
@@ -281,3 +281,32 @@ def test_the_looks_of_all_stretches_at_once_are_those_of_each_stretch_alone(colo
             np.testing.assert_array_equal(got.inked, want.inked)
             assert (got.darkness, got.paper, got.rgb) == (want.darkness, want.paper, want.rgb)
             assert (got.rgb is None) == (not colour) or not got.inked.any()
+
+
+def _trace(u: np.ndarray) -> ColumnTrace:
+    return ColumnTrace(u, np.zeros(u.size, dtype=np.int8), 10 + 40 * u, np.ones(u.size, dtype=np.float32),
+                       np.zeros(u.size, dtype=bool))
+
+
+def test_a_second_naming_that_reads_a_curve_differently_flags_it() -> None:
+    """Two curves swapped over part of the log by a second naming: flagged where the swap covers more than
+    DISAGREE_SHARE of the columns, not for one the second naming reads the same; a curve the second naming
+    itself leaves ambiguous is flagged too."""
+    columns = 1000
+    x = np.linspace(0, 1, columns)
+    upper, lower = 0.3 + 0.05 * np.sin(6 * x), 0.7 + 0.05 * np.cos(5 * x)
+    first = Naming([_trace(upper), _trace(lower)], ["hinted", "hinted"], [(), ()])
+
+    def swapped(share: float) -> list[ColumnTrace]:
+        cut = int(share * columns)
+        return [_trace(np.r_[lower[:cut], upper[cut:]]), _trace(np.r_[upper[:cut], lower[cut:]])]
+
+    assert checked_against(first, Naming(first.traces, ["hinted", "hinted"], [(), ()])).identity == ["hinted"] * 2
+    small = checked_against(first, Naming(swapped(DISAGREE_SHARE / 2), ["hinted", "hinted"], [(), ()]))
+    assert small.identity == ["hinted", "hinted"]
+    large = checked_against(first, Naming(swapped(2 * DISAGREE_SHARE), ["hinted", "hinted"], [(), ()]))
+    assert large.identity == ["ambiguous", "ambiguous"] and large.traces == first.traces
+    near = [_trace(upper + DISAGREE_U / 2), _trace(lower)]  # the same traces, read a little apart
+    assert checked_against(first, Naming(near, ["hinted", "hinted"], [(), ()])).identity == ["hinted"] * 2
+    assert checked_against(first, Naming(first.traces, ["hinted", "ambiguous"], [(), ()])).identity == [
+        "hinted", "ambiguous"]

@@ -38,7 +38,7 @@ from veernet_core.digitise.curves import (
     digitise,
     trace_channels,
 )
-from veernet_core.digitise.identity import Naming, name_traces
+from veernet_core.digitise.identity import checked_against, name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.refine import full_resolution_ink, ink_mask, snap_trace
@@ -145,7 +145,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     The full-resolution track is too tall for the joint tracer, so the mapped traces are named afresh by
     their looks on the scan. Where the joint tracer traced each curve as itself from its hints on the
     model's grid, its names are a second opinion: a curve the two namings read differently, or that the
-    tracer's names leave ambiguous, is flagged ambiguous (`agreed`). Either naming alone named curves
+    tracer's names leave ambiguous, is flagged ambiguous (`identity.checked_against`). Either naming alone named curves
     wrong without a flag that the other caught (bench/README.md, 2026-11-26).
     """
     if not resampling.resampled:
@@ -172,26 +172,8 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     named = name_traces(mapped, calibration, scan)
     # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
     if assigned_by_tracer(probabilities.shape[0], small):
-        named = agreed(named, name_traces(mapped, calibration, scan, assigned=True))
+        named = checked_against(named, name_traces(mapped, calibration, scan, assigned=True))
     return calibrate(named, calibration, resampling.scan_size)
-
-
-DISAGREE_SHARE = 0.10  # of a curve's columns read by both namings: more apart than DISAGREE_U, the names differ
-DISAGREE_U = 0.02  # of the track: two traces this far apart at a column are not the same trace there
-
-
-def agreed(by_looks: Naming, by_tracer: Naming) -> Naming:
-    """The naming by looks at full resolution, with every curve flagged ambiguous that the joint tracer's
-    names (graded by the same looks) flag, or that the two namings give different traces. Anchored names
-    too: with two anchors per curve, exempting them left 18 of 115 held-out curves named wrong without a
-    flag at full resolution, against 4 (bench/README.md)."""
-    identity = list(by_looks.identity)
-    for k, (a, b) in enumerate(zip(by_looks.traces, by_tracer.traces, strict=True)):
-        both = np.isfinite(a.u) & np.isfinite(b.u)
-        differ = both & (np.abs(a.u - b.u) > DISAGREE_U)
-        if by_tracer.identity[k] == "ambiguous" or differ.sum() > DISAGREE_SHARE * max(1, both.sum()):
-            identity[k] = "ambiguous"
-    return replace(by_looks, identity=identity)
 
 
 def snapped(traces: list[ColumnTrace], ink: np.ndarray, calibration: Calibration,
