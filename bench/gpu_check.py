@@ -7,7 +7,7 @@
 
 Every GPU-only path of the training loop (autocast in bf16 and fp16, the fp16 grad scaler, gradient
 checkpointing, the CUDA memory probe, pinned memory, CUDA RNG state in checkpoints) runs here on real
-hardware. Four parts, in one process (the command-line runs in their own):
+hardware. Five parts, in one process (the command-line runs in their own):
 
 1. probe: the planner's probe job (``plan_probe.measure_device``) of the default training config at
    full scale (``--scale``) on this device, as a probe job runs it: memory model, pixel budget, padded
@@ -16,7 +16,9 @@ hardware. Four parts, in one process (the command-line runs in their own):
    ``ASSUMED_EFFICIENCY``. Its steps render their logs inside the timed step, as a run with
    ``num_workers`` 0 does.
 2. loader: images per second the training loop's own DataLoader (``train.batch_loader``: rendering, padded
-   collate, pinned memory) delivers at this scale, with no workers (the default) and with ``--workers``.
+   collate, pinned memory) delivers at this scale, with no workers, with ``--workers`` and with the
+   config's auto count (``train.loader_workers``): overall, the first batch's wait, and the steady rate
+   after it.
 3. modes: ``--logs`` logs at ``--scale``, rendered once beforehand (so rendering is not timed); the
    first ``--steps`` optimiser steps of the bucketed sampler (effective batch 16, the pixel budget the
    loop measures) from the same initial weights, under each lever: fp32 (amp off), bf16 autocast, fp16
@@ -31,6 +33,12 @@ hardware. Four parts, in one process (the command-line runs in their own):
    The two-epoch weights of the straight and the resumed run are compared (bit-identical on the CPU by
    design; on a GPU, where convolution kernels may not be deterministic, the largest difference is
    reported).
+5. profile: one bf16 step under torch.profiler after a warm-up step: its wall time, the kernels' own
+   GPU time summed (how busy the card was), kernels launched, and the kernels that took the most.
+
+The parts run in ``--parts`` order (default: modes, profile, run, probe, loader, the most needed
+first), and each part's figures are logged to stderr as it ends ("partial: ..."), so a run stopped at
+its time limit keeps what it measured.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from typing import Any
 
 import torch
 from benchio import log, stdout_to_stderr
+from torch.profiler import ProfilerActivity, profile
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -67,7 +76,7 @@ from veernet_core.plan_gpus import (  # noqa: E402
 from veernet_core.plan_probe import device_class, measure_device  # noqa: E402
 from veernet_core.sampler import BucketBatchSampler  # noqa: E402
 from veernet_core.synth import SynthDataset  # noqa: E402
-from veernet_core.train import batch_loader, budget_and_memory  # noqa: E402
+from veernet_core.train import batch_loader, budget_and_memory, loader_workers  # noqa: E402
 from veernet_core.trainer import Trainer, amp_dtype  # noqa: E402
 
 MODES: dict[str, tuple[str, bool]] = {  # name: (TrainConfig.amp, ModelConfig.grad_checkpointing)
@@ -136,14 +145,21 @@ def loader_part(config: TrainConfig, device: torch.device, images: int, workers:
     sizes = dataset.sizes()
     sampler = BucketBatchSampler(dict(enumerate(sizes)), config.effective_batch, 0, 4, config.seed)
     batches = [mb for step in sampler.epoch_steps(0) for mb in step.micro_batches]
-    out: dict[str, Any] = {"images": images}
-    for count in workers:
+    out: dict[str, Any] = {"images": images, "auto_workers": loader_workers(config, device)}
+    for count in sorted(set(workers) | {loader_workers(config, device)}):
         loader_config = replace(config, num_workers=count)
         started = time.perf_counter()
-        seen = 0
+        seen, first = 0, 0.0
         for batch in batch_loader(dataset, batches, loader_config, device):
+            if not seen:
+                first = time.perf_counter()
             seen += int(batch["image"].shape[0])
-        out[f"workers_{count}_images_per_s"] = round(seen / (time.perf_counter() - started), 2)
+        ended = time.perf_counter()
+        out[f"workers_{count}"] = {
+            "images_per_s": round(seen / (ended - started), 2),  # start-up included
+            "first_batch_s": round(first - started, 2),
+            # after the first micro-batch: what a run's later steps see
+            "steady_images_per_s": round((seen - len(batches[0])) / max(ended - first, 1e-9), 2)}
     return out
 
 
@@ -213,6 +229,50 @@ def modes_part(config: TrainConfig, device: torch.device, items: list[dict[str, 
     return out
 
 
+# --- 5. where a step's time goes ------------------------------------------------------------------
+
+def profile_part(config: TrainConfig, device: torch.device, items: list[dict[str, Any]],
+                 top: int = 15) -> dict[str, Any]:
+    """One training step (the config's autocast: bf16 on CUDA) under torch.profiler, after a warm-up step:
+    the step's wall time, the time the device was busy (on CUDA the kernels' own time, summed; on the CPU
+    the operators' own time), kernels launched, and the kernels (operators) that took the most of it."""
+    sizes = [tuple(item["image"].shape[-2:]) for item in items]
+    budget, _ = budget_and_memory(config, device, None)
+    sampler = BucketBatchSampler(dict(enumerate(sizes)), config.effective_batch, budget,
+                                 config.max_physical_batch, config.seed)
+    plan = sampler.epoch_steps(0)[:2]
+    if len(plan) < 2:
+        raise ValueError(f"{len(items)} logs give {len(plan)} step; the profile needs two (--logs)")
+    batches = [[pad_collate([items[i] for i in mb]) for mb in step.micro_batches] for step in plan]
+    trainer = Trainer(config, device, sampler, budget, LossWeights(
+        config.tversky_alpha, config.tversky_beta, config.pixel_loss_weight))
+    trainer.train_step(plan[0], batches[0])
+    sync(device)
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(activities=activities) as prof:
+        started = time.perf_counter()
+        trainer.train_step(plan[1], batches[1])
+        sync(device)
+        wall = time.perf_counter() - started
+    events = prof.key_averages()
+
+    def own(event: Any) -> float:  # microseconds on the device (CUDA) or the CPU
+        if cuda:
+            return float(getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0)))
+        return float(event.self_cpu_time_total)
+
+    # On CUDA the kernels alone: an operator's own device time is its kernels' again.
+    counted = [e for e in events if str(e.device_type).endswith("CUDA")] if cuda else list(events)
+    busy = sum(own(e) for e in counted)
+    kernels = sum(e.count for e in counted) if cuda else 0
+    ranked = sorted(counted, key=own, reverse=True)[:top]
+    return {"step_wall_s": round(wall, 3), "busy_s": round(busy / 1e6, 3),
+            "busy_share": round(busy / 1e6 / wall, 3) if wall else None, "kernels": kernels,
+            "top": [{"name": e.key[:90], "ms": round(own(e) / 1e3, 2), "calls": e.count,
+                     "share": round(own(e) / busy, 3) if busy else None} for e in ranked]}
+
+
 # --- 4. the command line -------------------------------------------------------------------------
 
 def train_cli(out: Path, epochs: int, logs: int, device: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -277,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loader-images", type=int, default=32)
     p.add_argument("--workers", type=int, default=0, help="part 2's workers besides none (default: CPUs - 2)")
     p.add_argument("--run-logs", type=int, default=48, help="logs of part 4's training runs")
-    p.add_argument("--parts", default="probe,loader,modes,run")
+    p.add_argument("--parts", default="modes,profile,run,probe,loader")
     p.add_argument("--modes", default=",".join(MODES))
     args = p.parse_args(argv)
     if not args.cpu and not torch.cuda.is_available():  # `make bench` on a machine without one: said, not failed
@@ -294,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         "loader": lambda: loader_part(config, device, args.loader_images, [0, workers]),
         "modes": lambda: modes_part(config, device, render_all(config), args.steps, args.modes.split(",")),
         "run": lambda: run_part(device, args.run_logs),
+        "profile": lambda: profile_part(config, device, render_all(config)),
     }
     with stdout_to_stderr():
         for part in parts:  # in the order given

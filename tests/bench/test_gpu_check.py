@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_gpu_check_runs_on_the_cpu_and_checkpointing_keeps_the_losses() -> None:
     command = [sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--cpu", "--scale", "0.05", "--logs", "32",
-               "--steps", "2", "--parts", "modes", "--modes", "fp32,bf16_checkpointing"]
+               "--steps", "2", "--parts", "modes,profile", "--modes", "fp32,bf16_checkpointing"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
@@ -32,3 +32,8 @@ def test_the_gpu_check_runs_on_the_cpu_and_checkpointing_keeps_the_losses() -> N
         assert math.isfinite(a) and abs(a - b) <= 1e-5 * abs(a)
     assert checkpointed["loss_rel_diff_vs_fp32_max"] <= 1e-5
     assert plain["images_per_s"] > 0 and plain["peak_gib"] is None  # the allocator's peak is CUDA's alone
+    profiled = figures["profile"]
+    assert "error" not in profiled, profiled
+    assert profiled["busy_s"] > 0 and profiled["top"] and profiled["kernels"] == 0  # no kernels on a CPU
+    assert sum(op["share"] for op in profiled["top"]) <= 1.0 + 1e-9
+    assert any("convolution" in op["name"] for op in profiled["top"][:3]), "a step's time is its convolutions'"
