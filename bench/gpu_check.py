@@ -145,12 +145,14 @@ def loader_part(config: TrainConfig, device: torch.device, images: int, workers:
     sizes = dataset.sizes()
     sampler = BucketBatchSampler(dict(enumerate(sizes)), config.effective_batch, 0, 4, config.seed)
     batches = [mb for step in sampler.epoch_steps(0) for mb in step.micro_batches]
-    out: dict[str, Any] = {"images": images, "auto_workers": loader_workers(config, device)}
-    for count in sorted(set(workers) | {loader_workers(config, device)}):
+    budget, _ = budget_and_memory(config, device, None)
+    auto = loader_workers(config, device, budget)
+    out: dict[str, Any] = {"images": images, "auto_workers": auto, "pixel_budget": budget}
+    for count in sorted(set(workers) | {auto}):
         loader_config = replace(config, num_workers=count)
         started = time.perf_counter()
         seen, first = 0, 0.0
-        for batch in batch_loader(dataset, batches, loader_config, device):
+        for batch in batch_loader(dataset, batches, loader_config, device, budget):
             if not seen:
                 first = time.perf_counter()
             seen += int(batch["image"].shape[0])

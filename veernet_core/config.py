@@ -86,8 +86,9 @@ class TrainConfig:
     pixel_budget: int = 0  # padded pixels per physical batch; 0 = from the measured memory model
     max_physical_batch: int = 16  # never more images per forward pass than this
     memory_fraction: float = 0.8  # share of device memory the pixel budget may plan for
-    # DataLoader workers rendering logs ahead of the step; -1 = auto: min(8, CPUs - 1) on CUDA (an H100
-    # trains faster than one core renders), none on the CPU (they would take its cores).
+    # DataLoader workers rendering logs ahead of the step; -1 = auto: on CUDA min(4, CPUs - 1), fewer if
+    # their batches would fill over a quarter of /dev/shm (an H100 trains faster than one core renders);
+    # none on the CPU (they would take its cores).
     num_workers: int = -1
     pin_memory: bool = True  # only takes effect on CUDA
     prefetch_factor: int = 2  # batches each worker prepares ahead

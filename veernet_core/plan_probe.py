@@ -107,7 +107,7 @@ def probe_throughput(config: TrainConfig, device: str | torch.device, dataset: D
     steps = sampler.epoch_steps(0)[:PROBE_STEPS + 1]
     # Fed as the run feeds its steps: the loop's own DataLoader, with its workers (auto on CUDA), whose
     # start-up falls in the first step; without workers each step renders its own logs.
-    loader = batch_loader(dataset, [mb for step in steps for mb in step.micro_batches], config, device)
+    loader = batch_loader(dataset, [mb for step in steps for mb in step.micro_batches], config, device, budget)
     times, pixels = [], []
     for step in steps:
         t0 = time.perf_counter()

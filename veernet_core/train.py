@@ -83,23 +83,44 @@ class _SigtermFlag:
             signal.signal(signal.SIGTERM, self._previous)
 
 
-AUTO_WORKERS_MAX = 8  # enough to keep one H100 fed at full scale (about 3 are), few enough for 8 GPUs a box
+AUTO_WORKERS_MAX = 4  # one H100 trains 8.5 full-scale logs/s in bf16 and a core renders 2.8/s: 3 keep it fed
+LOADER_BYTES_PER_PIXEL = 16  # a collated micro-batch in shared memory: float32 image and validity, int64 target
+SHM_SHARE = 0.25  # of /dev/shm one training process's loader workers may fill: a box's GPU workers share it
 
 
-def loader_workers(config: TrainConfig, device: torch.device) -> int:
-    """The DataLoader's worker processes: the config's, or for -1 (auto) min(8, CPUs - 1) on CUDA and none on
-    the CPU. Workers render the same logs in the same order, so they never change what the model learns."""
+def shared_memory_bytes() -> int | None:
+    """The size of /dev/shm, where DataLoader workers hand their batches over (None where there is none)."""
+    try:
+        stat = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return stat.f_frsize * stat.f_blocks
+
+
+def loader_workers(config: TrainConfig, device: torch.device, pixel_budget: int = 0) -> int:
+    """The DataLoader's worker processes: the config's, or for -1 (auto) none on the CPU (they would take
+    the training's cores) and on CUDA min(4, CPUs - 1), fewer where their batches in flight (prefetch_factor
+    micro-batches of up to ``pixel_budget`` padded pixels each) would fill more than a quarter of /dev/shm,
+    which a box's GPU workers share: a full /dev/shm kills a worker with a bus error. Workers render the
+    same logs in the same order, so they never change what the model learns."""
     if config.num_workers >= 0:
         return config.num_workers
     if device.type != "cuda":
         return 0
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, min(AUTO_WORKERS_MAX, cpus - 1))
+    workers = min(AUTO_WORKERS_MAX, cpus - 1)
+    shm = shared_memory_bytes()
+    if shm is not None and pixel_budget > 0:
+        in_flight = config.prefetch_factor * pixel_budget * LOADER_BYTES_PER_PIXEL
+        workers = min(workers, int(SHM_SHARE * shm // in_flight))
+    return max(0, workers)
 
 
 def batch_loader(dataset: Dataset[dict[str, Any]], batches: list[list[int]], config: TrainConfig,
-            device: torch.device) -> Iterator[dict[str, torch.Tensor]]:
-    workers = loader_workers(config, device)
+                 device: torch.device, pixel_budget: int = 0) -> Iterator[dict[str, torch.Tensor]]:
+    """The training loop's batches: ``batches`` of dataset indices rendered (by ``loader_workers`` workers
+    for micro-batches of up to ``pixel_budget`` padded pixels) and padded together."""
+    workers = loader_workers(config, device, pixel_budget)
     loader = DataLoader(dataset, batch_sampler=batches, collate_fn=pad_collate, num_workers=workers,
                         pin_memory=config.pin_memory and device.type == "cuda",
                         prefetch_factor=config.prefetch_factor if workers else None,
@@ -201,7 +222,8 @@ def _run(trainer: Trainer, dataset: Dataset[dict[str, Any]], val_idx: list[int],
             steps = sampler.epoch_steps(trainer.epoch)
             step_pixels = [sampler.padded_pixels(s) for s in steps]
             steps_left = steps[trainer.step:]
-            batches = batch_loader(dataset, [mb for s in steps_left for mb in s.micro_batches], config, trainer.device)
+            batches = batch_loader(dataset, [mb for s in steps_left for mb in s.micro_batches], config,
+                                   trainer.device, trainer.pixel_budget)
             for step, pixels in zip(steps_left, step_pixels[trainer.step:], strict=True):
                 t0 = time.monotonic()
                 trainer.train_step(step, [next(batches) for _ in step.micro_batches])

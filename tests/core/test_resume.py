@@ -87,16 +87,30 @@ def test_dataloader_workers_change_no_bit_of_the_run(tmp_path: Path) -> None:
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
-def test_auto_workers_feed_a_gpu_and_leave_a_cpu_run_its_cores() -> None:
+def test_auto_workers_feed_a_gpu_within_shared_memory_and_leave_a_cpu_run_its_cores() -> None:
     from dataclasses import replace
 
     from veernet_core.config import TrainConfig
-    from veernet_core.train import AUTO_WORKERS_MAX, loader_workers
+    from veernet_core.train import (
+        AUTO_WORKERS_MAX,
+        LOADER_BYTES_PER_PIXEL,
+        SHM_SHARE,
+        loader_workers,
+        shared_memory_bytes,
+    )
 
-    auto = TrainConfig()
+    auto, cuda = TrainConfig(), torch.device("cuda")
     assert auto.num_workers == -1
-    assert loader_workers(auto, torch.device("cpu")) == 0
+    assert loader_workers(auto, torch.device("cpu"), 10**6) == 0
     cpus = len(os.sched_getaffinity(0))
-    assert loader_workers(auto, torch.device("cuda")) == max(0, min(AUTO_WORKERS_MAX, cpus - 1))
-    assert loader_workers(replace(auto, num_workers=3), torch.device("cpu")) == 3
-    assert loader_workers(replace(auto, num_workers=0), torch.device("cuda")) == 0
+    assert loader_workers(auto, cuda) == max(0, min(AUTO_WORKERS_MAX, cpus - 1))  # no budget: no shm bound
+    shm = shared_memory_bytes()
+    assert shm is not None and shm > 0, "/dev/shm, where DataLoader workers hand their batches over"
+    # A micro-batch so large that one worker's batches in flight would fill over a quarter of /dev/shm.
+    per_worker = int(SHM_SHARE * shm) // (auto.prefetch_factor * LOADER_BYTES_PER_PIXEL)
+    assert loader_workers(auto, cuda, per_worker + 1) == 0
+    assert loader_workers(auto, cuda, per_worker) == min(1, AUTO_WORKERS_MAX, cpus - 1)
+    assert loader_workers(auto, cuda, per_worker // 2) == min(2, AUTO_WORKERS_MAX, cpus - 1)
+    assert loader_workers(replace(auto, num_workers=3), torch.device("cpu")) == 3  # a stated count is kept
+    assert loader_workers(replace(auto, num_workers=5), cuda, per_worker + 1) == 5
+    assert loader_workers(replace(auto, num_workers=0), cuda) == 0
