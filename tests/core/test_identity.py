@@ -283,7 +283,7 @@ def test_the_looks_of_all_stretches_at_once_are_those_of_each_stretch_alone(colo
             assert (got.rgb is None) == (not colour) or not got.inked.any()
 
 
-def _trace(u: np.ndarray) -> ColumnTrace:
+def _hand_trace(u: np.ndarray) -> ColumnTrace:
     return ColumnTrace(u, np.zeros(u.size, dtype=np.int8), 10 + 40 * u, np.ones(u.size, dtype=np.float32),
                        np.zeros(u.size, dtype=bool))
 
@@ -295,18 +295,18 @@ def test_a_second_naming_that_reads_a_curve_differently_flags_it() -> None:
     columns = 1000
     x = np.linspace(0, 1, columns)
     upper, lower = 0.3 + 0.05 * np.sin(6 * x), 0.7 + 0.05 * np.cos(5 * x)
-    first = Naming([_trace(upper), _trace(lower)], ["hinted", "hinted"], [(), ()])
+    first = Naming([_hand_trace(upper), _hand_trace(lower)], ["hinted", "hinted"], [(), ()])
 
     def swapped(share: float) -> list[ColumnTrace]:
         cut = int(share * columns)
-        return [_trace(np.r_[lower[:cut], upper[cut:]]), _trace(np.r_[upper[:cut], lower[cut:]])]
+        return [_hand_trace(np.r_[lower[:cut], upper[cut:]]), _hand_trace(np.r_[upper[:cut], lower[cut:]])]
 
     assert checked_against(first, Naming(first.traces, ["hinted", "hinted"], [(), ()])).identity == ["hinted"] * 2
     small = checked_against(first, Naming(swapped(DISAGREE_SHARE / 2), ["hinted", "hinted"], [(), ()]))
     assert small.identity == ["hinted", "hinted"]
     large = checked_against(first, Naming(swapped(2 * DISAGREE_SHARE), ["hinted", "hinted"], [(), ()]))
     assert large.identity == ["ambiguous", "ambiguous"] and large.traces == first.traces
-    near = [_trace(upper + DISAGREE_U / 2), _trace(lower)]  # the same traces, read a little apart
+    near = [_hand_trace(upper + DISAGREE_U / 2), _hand_trace(lower)]  # the same traces, read a little apart
     assert checked_against(first, Naming(near, ["hinted", "hinted"], [(), ()])).identity == ["hinted"] * 2
     assert checked_against(first, Naming(first.traces, ["hinted", "ambiguous"], [(), ()])).identity == [
         "hinted", "ambiguous"]
