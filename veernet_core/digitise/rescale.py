@@ -142,8 +142,8 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     to the scan's columns and moved onto it (`refine.snap_trace`). An enlarged scan, or one without its
     pixels, is traced on the model's grid and mapped.
 
-    The full-resolution track is too tall for the joint tracer, so the mapped traces are named afresh by
-    their looks on the scan. Where the joint tracer traced each curve as itself from its hints on the
+    On a reduced scan the full-resolution track is too tall for the joint tracer, so the mapped traces are
+    named afresh by their looks on the scan. Where the joint tracer traced each curve as itself from its hints on the
     model's grid, its names are a second opinion: a curve the two namings read differently, or that the
     tracer's names leave ambiguous, is flagged ambiguous (`identity.checked_against`). Either naming alone named curves
     wrong without a flag that the other caught (bench/README.md, 2026-11-26).
@@ -169,6 +169,9 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
     if ink is not None:
         mapped = snapped(mapped, ink, calibration, resampling)
+    if ink is None:  # an enlarged scan, or none: named as the joint tracer named them, where it did
+        named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
+        return calibrate(named, calibration, resampling.scan_size)
     named = name_traces(mapped, calibration, scan)
     # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
     if assigned_by_tracer(probabilities.shape[0], small):
