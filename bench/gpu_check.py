@@ -351,12 +351,19 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {"bench": "gpu_check", **device_info(device)}
     config = base_config(args.scale, args.logs, device)
     workers = args.workers or max(1, (os.cpu_count() or 2) - 2)
+    rendered: list[list[dict[str, Any]]] = []
+
+    def logs() -> list[dict[str, Any]]:  # rendered once, for the modes and the profile alike
+        if not rendered:
+            rendered.append(render_all(config))
+        return rendered[0]
+
     runs: dict[str, Callable[[], dict[str, Any]]] = {
         "probe": lambda: probe_part(config, device),
         "loader": lambda: loader_part(config, device, args.loader_images, [0, workers]),
-        "modes": lambda: modes_part(config, device, render_all(config), args.steps, args.modes.split(",")),
+        "modes": lambda: modes_part(config, device, logs(), args.steps, args.modes.split(",")),
         "run": lambda: run_part(device, args.run_logs),
-        "profile": lambda: profile_part(config, device, render_all(config)),
+        "profile": lambda: profile_part(config, device, logs()),
     }
     with stdout_to_stderr():
         for part in parts:  # in the order given
