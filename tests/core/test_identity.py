@@ -284,8 +284,7 @@ def test_the_looks_of_all_stretches_at_once_are_those_of_each_stretch_alone(colo
 
 
 def _hand_trace(u: np.ndarray) -> ColumnTrace:
-    return ColumnTrace(u, np.zeros(u.size, dtype=np.int8), 10 + 40 * u, np.ones(u.size, dtype=np.float32),
-                       np.zeros(u.size, dtype=bool))
+    return _trace(10 + 40 * u, 10.0, 50.0)  # track fractions u on a track of rows 10-50
 
 
 def test_a_second_naming_that_reads_a_curve_differently_flags_it() -> None:

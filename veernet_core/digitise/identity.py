@@ -64,10 +64,12 @@ class Naming:
 
 
 def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None,
-                assigned: bool = False) -> Naming:
+                assigned: bool = False, checked: bool = False) -> Naming:
     """The traces of one track (on the scan's own columns) named after the calibration's curves. Traces
     the tracer already `assigned` to the curves (`joint.trace_joint`: each traced as its curve, from its
-    hints) keep their curves; the scan's looks then only say how sure each name is, and warn."""
+    hints) keep their curves; the scan's looks then only say how sure each name is, and warn. Traces named
+    by their looks may be `checked` against the tracer's own assignment, graded by the same evidence
+    (`checked_against`): a curve the two read differently is flagged ambiguous."""
     span = calibration.track_bottom - calibration.track_top
     half = max(1, min(round(0.012 * span), STROKE_HALF_MAX))  # rows either side of a trace that its stroke may cover
     near = _touching(traces, max(2.0 * half + 2.0, 2.0))
@@ -79,12 +81,17 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
-    path = [tuple(range(len(traces)))] * len(bounds) if assigned else _best_path(evidence)
+    kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
+    path = kept if assigned else _best_path(evidence)
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored, bounds)
     warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration)
                 + _unseen_colour(curve, scan) for c, curve in enumerate(calibration.curves)]
-    return Naming(named, identity, warnings)
+    naming = Naming(named, identity, warnings)
+    if checked and not assigned:
+        second = Naming(_stitch(traces, bounds, kept), _verdicts(evidence, kept, anchored, bounds), [()] * len(traces))
+        naming = checked_against(naming, second)
+    return naming
 
 
 def _touching(traces: list[ColumnTrace], distance: float) -> np.ndarray:

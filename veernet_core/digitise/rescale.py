@@ -38,7 +38,7 @@ from veernet_core.digitise.curves import (
     digitise,
     trace_channels,
 )
-from veernet_core.digitise.identity import checked_against, name_traces
+from veernet_core.digitise.identity import name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.refine import full_resolution_ink, ink_mask, snap_trace
@@ -143,10 +143,10 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     pixels, is traced on the model's grid and mapped.
 
     On a reduced scan the full-resolution track is too tall for the joint tracer, so the mapped traces are
-    named afresh by their looks on the scan. Where the joint tracer traced each curve as itself from its hints on the
-    model's grid, its names are a second opinion: a curve the two namings read differently, or that the
-    tracer's names leave ambiguous, is flagged ambiguous (`identity.checked_against`). Either naming alone named curves
-    wrong without a flag that the other caught (bench/README.md, 2026-11-26).
+    named afresh by their looks on the scan. Where the joint tracer traced each curve as itself from its
+    hints on the model's grid, its names are a second opinion: a curve the two namings read differently,
+    or that the tracer's names leave ambiguous, is flagged ambiguous (`identity.checked_against`). Either
+    naming alone named curves wrong without a flag that the other caught (bench/README.md, 2026-11-26).
     """
     if not resampling.resampled:
         return digitise(probabilities, calibration, options or TraceOptions(), scan)
@@ -171,11 +171,8 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         mapped = snapped(mapped, ink, calibration, resampling)
     if ink is None:  # an enlarged scan, or none: named as the joint tracer named them, where it did
         named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
-        return calibrate(named, calibration, resampling.scan_size)
-    named = name_traces(mapped, calibration, scan)
-    # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
-    if assigned_by_tracer(probabilities.shape[0], small):
-        named = checked_against(named, name_traces(mapped, calibration, scan, assigned=True))
+    else:  # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
+        named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small))
     return calibrate(named, calibration, resampling.scan_size)
 
 
