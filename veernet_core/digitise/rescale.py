@@ -42,6 +42,7 @@ from veernet_core.digitise.identity import name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.refine import full_resolution_ink, ink_mask, snap_trace
+from veernet_core.digitise.tones import filled, traced_by_tone
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
 
 NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
@@ -152,6 +153,8 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         return digitise(probabilities, calibration, options or TraceOptions(), scan)
     calibration.check(*resampling.scan_size)
     ink = None
+    toned: list[ColumnTrace] = []
+    alone: set[int] = set()
     if scan is not None and resampling.model_size[0] < resampling.scan_size[0]:
         page = page_of(scan, calibration.track_top, calibration.track_bottom)
         if len(calibration.curves) == 1:
@@ -169,10 +172,15 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
     if ink is not None:
         mapped = snapped(mapped, ink, calibration, resampling)
+        if ink.shape[0] == 1 and scan is not None:  # a binary model: every curve's ink in one plane
+            toned, alone = traced_by_tone(mapped, ink[0], scan.gray, page, calibration, options or TraceOptions())
     if ink is None:  # an enlarged scan, or none: named as the joint tracer named them, where it did
         named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
     else:  # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
         named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small))
+        if alone:
+            named = replace(named, traces=[filled(toned[k], trace) if k in alone else trace
+                                           for k, trace in enumerate(named.traces)])
     return calibrate(named, calibration, resampling.scan_size)
 
 
