@@ -43,8 +43,11 @@ def _placeholder(count: int) -> list[ColumnTrace]:
 def test_only_a_curve_alone_in_its_declared_tone_is_traced_by_tone() -> None:
     assert alone_in_tone(_calibration("dark", "light")) == {0: "dark", 1: "light"}
     assert alone_in_tone(_calibration("dark", "dark", "light")) == {2: "light"}
-    assert alone_in_tone(_calibration("dark", None)) == {}  # one tone declared: tone tells nothing
-    assert alone_in_tone(_calibration("dark", "red")) == {}
+    assert alone_in_tone(_calibration("dark", "dark")) == {}  # one tone declared: tone tells nothing
+    assert alone_in_tone(_calibration("dark", "light", None)) == {}  # the third could be drawn in either
+    assert alone_in_tone(_calibration("dark", "red")) == {}  # a gray scan: the colour tells nothing
+    assert alone_in_tone(_calibration("dark", "red"), colour=True) == {0: "dark", 1: "red"}
+    assert alone_in_tone(_calibration("red", "red", "blue"), colour=True) == {2: "blue"}
 
 
 def test_a_light_curve_crossing_a_dark_one_is_traced_on_its_own_ink() -> None:
@@ -52,7 +55,7 @@ def test_a_light_curve_crossing_a_dark_one_is_traced_on_its_own_ink() -> None:
     scan = ScanPixels(gray)
     ink = gray < PAPER - 20
     calibration = _calibration("light", "dark")
-    traces, alone = traced_by_tone(_placeholder(2), ink, gray, page_of(scan, TOP, BOTTOM), calibration,
+    traces, alone = traced_by_tone(_placeholder(2), ink, scan, page_of(scan, TOP, BOTTOM), calibration,
                                    TraceOptions())
     assert alone == {0, 1}
     light, dark = traces
@@ -70,7 +73,7 @@ def test_ink_of_one_tone_gives_no_masks_and_leaves_the_traces() -> None:
     page = page_of(scan, TOP, BOTTOM)
     assert tone_masks(ink, gray, page, TOP, BOTTOM) is None
     given = _placeholder(2)
-    traces, alone = traced_by_tone(given, ink, gray, page, _calibration("light", "dark"), TraceOptions())
+    traces, alone = traced_by_tone(given, ink, scan, page, _calibration("light", "dark"), TraceOptions())
     assert alone == set() and traces is given
 
 
@@ -86,3 +89,45 @@ def test_a_dark_strokes_pale_edges_are_dark_ink(stroke: int) -> None:
     dark, light = masks
     assert dark[edge, cols].mean() > 0.9  # the run it belongs to is dark
     assert not light[edge, cols].any()
+
+
+def _coloured(gray: np.ndarray, rows: list[np.ndarray], colours: list[tuple[int, int, int]]) -> np.ndarray:
+    """A colour scan of `gray` with each curve of `rows` (in drawing order, 2 px) in its colour."""
+    rgb = np.repeat(gray[..., None], 3, axis=-1)
+    cols = np.arange(WIDTH)
+    for curve, colour in zip(rows, colours, strict=True):
+        for d in range(2):
+            rgb[np.rint(curve).astype(np.int64) + d, cols] = colour
+    return rgb
+
+
+def test_curves_in_declared_colours_are_traced_each_on_its_colour() -> None:
+    cols = np.arange(WIDTH)
+    red_rows = 40 + 120 * cols / WIDTH + 6 * np.sin(cols / 17)
+    blue_rows = 160 - 120 * cols / WIDTH + 6 * np.sin(cols / 23)
+    black_rows = 100 + 50 * np.sin(cols / 41)
+    rgb = _coloured(np.full((HEIGHT, WIDTH), PAPER, dtype=np.uint8), [red_rows, blue_rows, black_rows],
+                    [(190, 50, 45), (50, 60, 190), (20, 20, 20)])
+    gray = rgb.mean(axis=-1).astype(np.uint8)
+    scan = ScanPixels(gray, rgb)
+    ink = gray < PAPER - 20
+    calibration = _calibration("red", "blue", "dark")
+    traces, alone = traced_by_tone(_placeholder(3), ink, scan, page_of(scan, TOP, BOTTOM), calibration,
+                                   TraceOptions())
+    assert alone == {0, 1, 2}
+    truths = [red_rows + 0.5, blue_rows + 0.5, black_rows + 0.5]
+    for k, (trace, truth) in enumerate(zip(traces, truths, strict=True)):
+        others = [t for j, t in enumerate(truths) if j != k]
+        clear = np.all([np.abs(truth - o) > 8 for o in others], axis=0)  # where no other curve covers it
+        read = np.isfinite(trace.row) & clear
+        assert read.sum() > 0.9 * clear.sum()
+        assert np.max(np.abs(trace.row[read] - truth[read])) <= 1.0, k
+
+
+def test_colour_hints_on_a_gray_scan_trace_nothing_by_colour() -> None:
+    gray, _, _ = _crossing()
+    scan = ScanPixels(gray)
+    given = _placeholder(2)
+    traces, alone = traced_by_tone(given, gray < PAPER - 20, scan, page_of(scan, TOP, BOTTOM),
+                                   _calibration("red", "blue"), TraceOptions())
+    assert alone == set() and traces is given

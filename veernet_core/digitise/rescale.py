@@ -176,7 +176,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     if ink is not None:
         mapped = snapped(mapped, ink, calibration, resampling)
         if ink.shape[0] == 1 and scan is not None:  # a binary model: every curve's ink in one plane
-            toned, alone = traced_by_tone(mapped, ink[0], scan.gray, page, calibration, options or TraceOptions())
+            toned, alone = traced_by_tone(mapped, ink[0], scan, page, calibration, options or TraceOptions())
     if ink is None:  # an enlarged scan, or none: named as the joint tracer named them, where it did
         named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
     else:  # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced

@@ -1,4 +1,4 @@
-"""Curves told apart by their ink's tone, read at the scan's own resolution.
+"""Curves told apart by their ink's tone or colour, read at the scan's own resolution.
 
 On a reduced scan, curves that share a track are traced on the model's grid, where a light curve that
 runs beside or across a dark one is a reduced pixel or two of the same ink channel, and then moved onto
@@ -16,8 +16,14 @@ naming's verdict. Naming the tone-traced curves as certain, and the others among
 values better still but named more curves wrong without a flag (held-out seed 7777, 40 full-resolution
 logs of the independent renderer: 2 -> 6), so the verdicts stay the naming's.
 
+On a colour scan, curves declared in colours (`ink: red`, `blue`, ...) are told apart the same way:
+ink whose colour is strong (its red, green and blue spread by CHROMA or more) is the nearest declared
+colour's, and the rest is gray ink, split by tone as above or, where one tone is declared beside the
+colours, that tone's. Every curve of the track must declare its ink: one that does not could be drawn
+in any, and then no curve is traced this way.
+
 A 1-bit scan has one tone, and a scan whose two tones lie closer than TONES_APART tells nothing: the
-traces stay as the model's grid gave them.
+traces stay as the model's grid gave them. Colour hints on a gray scan tell nothing here either.
 """
 
 from __future__ import annotations
@@ -25,20 +31,60 @@ from __future__ import annotations
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration
-from veernet_core.digitise.ink import Page
+from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.ink import Page, ScanPixels
 from veernet_core.digitise.joint import TONES_APART, _split_tone
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 EDGE_CLEARANCE = 1  # pixels between light ink and any dark ink pixel (a dark stroke's soft edge is pale)
 TONES = ("dark", "light")
+CHROMA = 60  # spread of a pixel's red, green and blue (0-255) from which its ink is coloured, not gray
 
 
-def alone_in_tone(calibration: Calibration) -> dict[int, str]:
-    """Curves that are the only one of their declared tone, in a track whose hints declare both tones."""
+def alone_in_tone(calibration: Calibration, colour: bool = False) -> dict[int, str]:
+    """Curves that are the only one of their declared ink in a track where every curve declares one and
+    the inks tell them apart: both tones (`dark`, `light`), or on a colour scan (`colour`) colours, beside
+    each other or a tone. A curve that declares no ink could be drawn in any, so it leaves none alone."""
     declared = [curve.ink for curve in calibration.curves]
-    if not set(TONES) <= set(declared):
+    inks = set(declared)
+    if None in inks or len(inks) < 2:
         return {}
-    return {k: ink for k, ink in enumerate(declared) if ink in TONES and declared.count(ink) == 1}
+    if inks & set(INK_COLOURS) and not colour:  # a gray scan: a colour hint tells nothing here
+        return {}
+    return {k: str(ink) for k, ink in enumerate(declared) if declared.count(ink) == 1}
+
+
+def ink_masks(ink: np.ndarray, scan: ScanPixels, page: Page, top: float, bottom: float,
+              inks: set[str]) -> dict[str, np.ndarray]:
+    """Per declared ink, the track's ink (`refine.ink_mask`'s plane) of that ink: on a colour scan, pixels
+    whose colour is strong (CHROMA) go to the nearest declared colour and the rest are gray ink; gray ink
+    is split by tone where both tones are declared (`tone_masks`), or is the one tone declared. An ink
+    that cannot be told (one tone on the scan, no colour) has no mask."""
+    colours = sorted(inks & set(INK_COLOURS))
+    masks: dict[str, np.ndarray] = {}
+    grey = ink
+    if colours and scan.colour is not None:
+        first, last = max(0, int(np.floor(top))), min(ink.shape[0], int(np.ceil(bottom)) + 1)
+        rgb = scan.colour[first:last].astype(np.int16)
+        strong = ink[first:last] & ((rgb.max(axis=-1) - rgb.min(axis=-1)) >= CHROMA)
+        rows, cols = np.nonzero(strong)
+        reference = np.array([INK_COLOURS[c] for c in colours], dtype=np.float32)
+        nearest = np.argmin(np.linalg.norm(rgb[rows, cols][:, None, :] - reference[None, :, :], axis=-1), axis=1)
+        for k, name in enumerate(colours):
+            mask = np.zeros(ink.shape, dtype=bool)
+            mine = nearest == k
+            mask[rows[mine] + first, cols[mine]] = True
+            masks[name] = mask
+        grey = ink.copy()
+        grey[rows + first, cols] = False
+    tones = inks & set(TONES)
+    if len(tones) == 2:
+        split = tone_masks(grey, scan.gray, page, top, bottom)
+        if split is not None:
+            masks.update(zip(TONES, split, strict=True))
+    elif len(tones) == 1 and colours:
+        masks[tones.pop()] = grey
+    return masks
 
 
 def tone_masks(ink: np.ndarray, gray: np.ndarray, page: Page, top: float,
@@ -74,21 +120,24 @@ def tone_masks(ink: np.ndarray, gray: np.ndarray, page: Page, top: float,
     return dark, light
 
 
-def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, gray: np.ndarray, page: Page,
+def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, scan: ScanPixels, page: Page,
                    calibration: Calibration, options: TraceOptions) -> tuple[list[ColumnTrace], set[int]]:
-    """The traces (one per calibrated curve, on the scan's columns) with each curve alone in its tone traced
-    again on the ink of that tone at the scan's resolution; and the curves so traced."""
-    alone = alone_in_tone(calibration)
+    """The traces (one per calibrated curve, on the scan's columns) with each curve alone in its ink
+    (`alone_in_tone`) traced again on the ink of its tone or colour at the scan's resolution; and the
+    curves so traced."""
+    alone = alone_in_tone(calibration, scan.colour is not None)
     if not alone:
         return traces, set()
-    masks = tone_masks(ink, gray, page, calibration.track_top, calibration.track_bottom)
-    if masks is None:
+    masks = ink_masks(ink, scan, page, calibration.track_top, calibration.track_bottom,
+                      {str(curve.ink) for curve in calibration.curves})
+    traced = {k for k, name in alone.items() if name in masks}
+    if not traced:
         return traces, set()
     out = list(traces)
-    for k, tone in alone.items():
-        mask = masks[TONES.index(tone)].astype(np.float32)
+    for k in traced:
+        mask = masks[alone[k]].astype(np.float32)
         out[k] = trace_curves(mask, calibration.track_top, calibration.track_bottom, 1, options)[0]
-    return out, set(alone)
+    return out, traced
 
 
 def filled(trace: ColumnTrace, fallback: ColumnTrace) -> ColumnTrace:
