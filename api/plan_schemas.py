@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.schemas import _train_config_schema
 
@@ -39,11 +39,20 @@ class PlanBody(BaseModel):
                                "work: hourly rate = monthly rent / (730.5 h x utilisation); at least 1 %")
     tiers: list[TierIn] = Field(default_factory=list, max_length=10, description=(
         "Tiers to cost besides the engagement's 750 and 1,800 EUR/month"))
-    start_at: datetime | None = Field(None, description="When the run would start; gives finish_at")
+    start_at: datetime | None = Field(None, description="When the run would start (ISO 8601); gives finish_at")
     probe: bool = Field(True, description=(
         "Where the fleet has not measured this model config on the target, queue a probe job for a training "
         "worker (never run in the API) and answer at once, saying it is pending (measurement.probe). "
         "false: queue none, and answer 409 when nothing measures or estimates the throughput"))
+
+
+    @field_validator("start_at", mode="before")
+    @classmethod
+    def _a_date_time_string(cls, value: Any) -> Any:
+        """The schema says a date-time string: a number (which pydantic would read as Unix seconds) is refused."""
+        if value is not None and not isinstance(value, (str, datetime)):
+            raise ValueError("must be an ISO 8601 date-time string, such as 2026-11-27T08:00:00Z")
+        return value
 
 
 class PlanOut(BaseModel):

@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,11 @@ def test_a_measured_device_class_is_planned_from_its_completed_jobs_and_timeline
     chart = client.post("/plan/chart.svg", json={"config": CONFIG, "device_class": GPU, "probe": False})
     assert chart.status_code == 200 and chart.headers["content-type"].startswith("image/svg+xml")
     assert GPU in chart.text and "window 12 h" in chart.text
+    started = client.post("/plan", json={"config": CONFIG, "device_class": GPU, "window_hours": 1, "probe": False,
+                                         "start_at": "2026-11-27T08:00:00Z"}).json()
+    assert datetime.fromisoformat(started["start_at"]) == datetime(2026, 11, 27, 8, tzinfo=UTC)
+    finish = datetime.fromisoformat(started["finish_at"]) - datetime.fromisoformat(started["start_at"])
+    assert finish.total_seconds() == pytest.approx(started["interruptions"]["finish_s"])
 
 
 def test_a_fresh_fleet_queues_one_probe_job_for_a_worker_and_answers_at_once(
@@ -224,6 +229,7 @@ def test_a_tenant_over_its_submission_limits_gets_its_plan_without_a_probe(
     ({"config": CONFIG, "tiers": [{"name": "x", "eur_per_month": 0}]}, "tiers.0.eur_per_month"),
     ({"config": CONFIG, "utilisation": 1.5}, "utilisation"),
     ({"config": CONFIG, "utilisation": 5e-324}, "utilisation"),  # an infinite hourly rate: a fuzzer's 500
+    ({"config": CONFIG, "start_at": 1.9}, "start_at"),  # a number is no date-time (the schema's: a string)
     ({"config": {**CONFIG, "data": {"kind": "manifest", "manifest_url": "gone"}}}, "config.data.manifest_url"),
 ])
 def test_bad_requests_name_the_field(client: Any, body: dict[str, Any], field: str) -> None:
