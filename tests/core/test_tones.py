@@ -34,7 +34,8 @@ def _crossing(light: int = LIGHT, stroke: int = 2) -> tuple[np.ndarray, np.ndarr
     return gray, dark_rows + (stroke - 1) / 2, light_rows + (stroke - 1) / 2
 
 
-def _placeholder(count: int) -> list[ColumnTrace]:
+def _untraced(count: int) -> list[ColumnTrace]:
+    """Traces that found nothing: what the model's grid hands over where it saw no curve."""
     nothing = np.full(WIDTH, np.nan)
     return [ColumnTrace(nothing, np.zeros(WIDTH, np.int8), nothing, np.zeros(WIDTH, np.float32),
                         np.zeros(WIDTH, bool)) for _ in range(count)]
@@ -55,7 +56,7 @@ def test_a_light_curve_crossing_a_dark_one_is_traced_on_its_own_ink() -> None:
     scan = ScanPixels(gray)
     ink = gray < PAPER - 20
     calibration = _calibration("light", "dark")
-    traces, alone = traced_by_tone(_placeholder(2), ink, scan, page_of(scan, TOP, BOTTOM), calibration,
+    traces, alone = traced_by_tone(_untraced(2), ink, scan, page_of(scan, TOP, BOTTOM), calibration,
                                    TraceOptions())
     assert alone == {0, 1}
     light, dark = traces
@@ -72,7 +73,7 @@ def test_ink_of_one_tone_gives_no_masks_and_leaves_the_traces() -> None:
     ink = gray < PAPER - 20
     page = page_of(scan, TOP, BOTTOM)
     assert tone_masks(ink, gray, page, TOP, BOTTOM) is None
-    given = _placeholder(2)
+    given = _untraced(2)
     traces, alone = traced_by_tone(given, ink, scan, page, _calibration("light", "dark"), TraceOptions())
     assert alone == set() and traces is given
 
@@ -112,7 +113,7 @@ def test_curves_in_declared_colours_are_traced_each_on_its_colour() -> None:
     scan = ScanPixels(gray, rgb)
     ink = gray < PAPER - 20
     calibration = _calibration("red", "blue", "dark")
-    traces, alone = traced_by_tone(_placeholder(3), ink, scan, page_of(scan, TOP, BOTTOM), calibration,
+    traces, alone = traced_by_tone(_untraced(3), ink, scan, page_of(scan, TOP, BOTTOM), calibration,
                                    TraceOptions())
     assert alone == {0, 1, 2}
     truths = [red_rows + 0.5, blue_rows + 0.5, black_rows + 0.5]
@@ -127,7 +128,7 @@ def test_curves_in_declared_colours_are_traced_each_on_its_colour() -> None:
 def test_colour_hints_on_a_gray_scan_trace_nothing_by_colour() -> None:
     gray, _, _ = _crossing()
     scan = ScanPixels(gray)
-    given = _placeholder(2)
+    given = _untraced(2)
     traces, alone = traced_by_tone(given, gray < PAPER - 20, scan, page_of(scan, TOP, BOTTOM),
                                    _calibration("red", "blue"), TraceOptions())
     assert alone == set() and traces is given

@@ -34,6 +34,7 @@ from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.calibration_fields import INK_COLOURS
 from veernet_core.digitise.ink import Page, ScanPixels
 from veernet_core.digitise.joint import TONES_APART, _split_tone
+from veernet_core.digitise.refine import _max3
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 EDGE_CLEARANCE = 1  # pixels between light ink and any dark ink pixel (a dark stroke's soft edge is pale)
@@ -113,7 +114,9 @@ def tone_masks(ink: np.ndarray, gray: np.ndarray, page: Page, top: float,
     strong = tone[run] >= split[1]
     dark = np.zeros(gray.shape, dtype=bool)
     dark[rows[strong], cols[strong]] = True
-    near_dark = _grown(dark, EDGE_CLEARANCE)
+    near_dark = dark
+    for _ in range(EDGE_CLEARANCE):  # grown by a pixel each way per step
+        near_dark = _max3(near_dark)
     light = np.zeros(gray.shape, dtype=bool)
     weak = ~strong & ~near_dark[rows, cols]
     light[rows[weak], cols[weak]] = True
@@ -147,16 +150,3 @@ def filled(trace: ColumnTrace, fallback: ColumnTrace) -> ColumnTrace:
     return ColumnTrace(np.where(found, trace.u, fallback.u), np.where(found, trace.level, fallback.level),
                        np.where(found, trace.row, fallback.row), np.where(found, trace.confidence, fallback.confidence),
                        np.where(found, trace.bridged, fallback.bridged))
-
-
-def _grown(mask: np.ndarray, reach: int) -> np.ndarray:
-    """`mask` grown by `reach` pixels in every direction (a square)."""
-    grown = mask.copy()
-    for _ in range(reach):
-        step = grown.copy()
-        step[1:] |= grown[:-1]
-        step[:-1] |= grown[1:]
-        step[:, 1:] |= step[:, :-1].copy()
-        step[:, :-1] |= step[:, 1:].copy()
-        grown = step
-    return grown
