@@ -2,12 +2,14 @@
 per factor level, worst first.
 
     python bench/digitise_eval.py [--renderer synth|paper] [--checkpoint PATH] [--logs 60] [--seed 424242]
-                                  [--source model|truth] [--classes 2|3] [--scale F] [--scan-scale F]
+                                  [--source model|truth] [--classes 2|3] [--scale F] [--scan-scale F] [--colour]
 
 Renderers: `synth` is the training generator (veernet_core.synth) at a data seed the training never
 used (the script refuses the checkpoint's data seed); `paper` is bench/paper/, whose drawing code is
 independent of the generator's (its own curves, pens, grid, paper and scanner), so a figure on it is not
-a figure on the training distribution. Each log goes through the service's stages (resampling to the
+a figure on the training distribution; `--colour` has it print every pen in its own colour and scan in
+colour (the same logs otherwise, never 1-bit), the calibration naming each curve's colour as its legend
+would (`ink: red`, ...; a black curve `ink: dark`). Each log goes through the service's stages (resampling to the
 model's scale, tiled inference, tracing, calibration) with the calibration a person would read off it,
 the header's hints included (per curve `style`, `ink`, `wrap` sides, and with `--anchors N` that many
 points read off the scan): the digitiser's own naming of the
@@ -105,7 +107,7 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
         identity = digitised.curves[k].identity if digitised is not None else "refused"
         rows.append({"truth": truth, "pred": pred, "inked": curve.inked, "wrapped": curve.wrapped,
                      "has_value": np.isfinite(curve.values), "position": k + 1, "style": curve.style,
-                     "ink_class": curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
+                     "ink_class": curve.colour or curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
                      "curves_in_log": len(log.curves), "factors": log.factors,
                      "ink_found": ink_found(ink, curve.row, curve.inked), "identity": identity})
     return rows
@@ -166,7 +168,7 @@ def pixel_counts(labels: np.ndarray, mask: np.ndarray, classes: int) -> np.ndarr
 
 def render_log(args: argparse.Namespace, index: int, scale: float, classes: int) -> SynthLog:
     if args.renderer == "paper":
-        return paper_render(args.seed, index, scale)
+        return paper_render(args.seed, index, scale, colour=args.colour)
     return generate(args.seed, index, scale, classes)
 
 
@@ -174,7 +176,7 @@ def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) 
                                                                                           bool, int]:
     """(probabilities, the digitiser's curves or None where it refused the log, hints read, resampled)."""
     calibration, hints_read = calibration_for(log, args.anchors)
-    scan = ScanPixels(log.image)  # the naming step reads each curve's style and ink on the scan's pixels
+    scan = ScanPixels(log.image, log.colour)  # the naming step reads each curve's style and ink on the scan
     if args.source == "truth":
         probs = truth_probabilities(log, classes)
         try:
@@ -200,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         model.trained_scale = None
     scale = args.scale or float(train_data["scale"])
     classes = args.classes or (2 if args.renderer == "paper" else config.num_classes)
+    if args.colour and args.renderer != "paper":
+        raise SystemExit("--colour: only the independent renderer (--renderer paper) prints colour logs")
     if args.renderer == "paper" and classes != 2:
         raise SystemExit("--renderer paper draws binary masks only (every curve's ink 1): leave out --classes")
     if args.source == "model" and classes != config.num_classes and args.renderer == "synth":
@@ -237,8 +241,8 @@ def _result(args: argparse.Namespace, scale: float, classes: int, counts: np.nda
     iou = {n: round(float(tp / (tp + fp + fn)), 4) if tp + fp + fn else None
            for n, (tp, fp, fn) in zip(names, counts, strict=True)}
     overall = figures(rows) or {}
-    return {"renderer": args.renderer, "logs": args.logs, "seed": args.seed, "scale": scale, "classes": classes,
-            "source": args.source, "iou": iou, **overall, "identity_blind_mae_pct": identity_blind(rows),
+    return {"renderer": args.renderer, "colour": args.colour, "logs": args.logs, "seed": args.seed, "scale": scale,
+            "classes": classes, "source": args.source, "iou": iou, **overall, "identity_blind_mae_pct": identity_blind(rows),
             "identity": identity_figures(rows)}
 
 
@@ -246,6 +250,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--renderer", choices=("synth", "paper"), default="synth",
                    help="synth: the training generator at a held-out seed; paper: the independent renderer")
+    p.add_argument("--colour", action="store_true",
+                   help="with --renderer paper: colour prints scanned in colour, each curve's colour in its hints")
     p.add_argument("--checkpoint", help="checkpoint file (default: the bundled model)")
     p.add_argument("--logs", type=int, default=60)
     p.add_argument("--seed", type=int, default=424242, help="held-out data seed (never the training seed)")

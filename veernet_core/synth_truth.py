@@ -95,6 +95,7 @@ class CurveTruth:
     ink: int  # gray level of the ink on white paper: 0 black .. about 175 light gray
     stroke_px: int  # stroke thickness in pixels of this image
     inked: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))  # bool per column: ink drawn
+    colour: str = ""  # on a colour scan, the ink's colour as a legend names it (red, blue, ...); "" gray or black
 
     def __post_init__(self) -> None:
         if self.inked.size == 0:
@@ -135,8 +136,9 @@ class CurveTruth:
         return (self.row - track[0]) / (track[1] - track[0]) + self.wrap_side
 
     def hints(self) -> dict[str, Any]:
-        """What the log's header says of this curve beside its scale: style, ink class, backup sides."""
-        return {"style": self.style, "ink": self.ink_class, "wrap": self.wrap}
+        """What the log's header says of this curve beside its scale: style, ink (its colour's name on a
+        colour scan, else its ink class), backup sides."""
+        return {"style": self.style, "ink": self.colour or self.ink_class, "wrap": self.wrap}
 
 
 @dataclass
@@ -151,6 +153,7 @@ class SynthLog:
     classes: int = 2
     shear: float = 0.0  # page skew: paper column = image column - shear * (row - track centre row)
     factors: dict[str, Any] = field(default_factory=dict)  # per-log scan and page factors (see `factor_levels`)
+    colour: np.ndarray | None = None  # uint8 (H, W, 3) of a colour scan, whose luma is `image`; None for gray
 
     def curve_class(self, position: int) -> int:
         """Mask class of curves[position]: 1 for every curve in the binary kind; in the legacy order
@@ -223,6 +226,7 @@ def _curve_json(curve: CurveTruth, mask_class: int) -> dict[str, Any]:
         "style": curve.style,
         "ink": curve.ink,
         "ink_class": curve.ink_class,
+        "colour": curve.colour,
         "stroke_px": curve.stroke_px,
         "values": _json_floats(curve.values),
         "row": _json_floats(curve.row),
@@ -236,8 +240,8 @@ def _json_floats(a: np.ndarray) -> list[float | None]:
 
 
 def pair_factors(curves: list[CurveTruth]) -> dict[str, bool]:
-    """Whether two solid curves of the track share an ink class (nothing on the page tells them apart)
-    and whether two solid curves differ in ink class only (ink alone tells them apart)."""
-    solid_inks = [c.ink_class for c in curves if c.style == "solid"]
+    """Whether two solid curves of the track share an ink (class, or colour on a colour scan: nothing on
+    the page tells them apart) and whether two solid curves differ in ink only (ink alone tells them apart)."""
+    solid_inks = [c.colour or c.ink_class for c in curves if c.style == "solid"]
     return {"same_ink_solid_pair": len(solid_inks) > len(set(solid_inks)),
             "solid_pair_by_ink": len(set(solid_inks)) > 1}

@@ -14,34 +14,70 @@ from veernet_core.synth_truth import CurveTruth, TrackScale
 
 
 def compose(rng: np.random.Generator, sheet: Any, curves: list[CurveTruth], coverages: list[np.ndarray],
-            skew: tuple[float, float], clean: bool) -> tuple[np.ndarray, dict[str, Any]]:
+            skew: tuple[float, float], clean: bool, inks: list[tuple[int, int, int]] | None = None,
+            tint_rng: np.random.Generator | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """The scanned page and its factors. Inks are opaque, laid in drawing order: a later pen covers an
-    earlier one where they cross. `clean`: white paper and the inks only, nothing else."""
+    earlier one where they cross. `clean`: white paper and the inks only, nothing else. With `inks` (an
+    RGB per curve) the page is a colour print scanned in colour, (H, W, 3): tinted paper, a grid that is
+    sometimes coloured, never 1-bit; every choice it makes beyond the gray page's comes from `tint_rng`,
+    so `rng` runs as for the gray page and the two share every other factor."""
     shear, degrees = skew
     facts: dict[str, Any] = {"bilevel": False, "bilevel_mode": "none", "jpeg": False, "jpeg_quality": 0,
                              "stains": False, "skew": abs(degrees) >= 0.5 and not clean,
-                             "skew_degrees": 0.0 if clean else degrees, "labels_in_track": False, "grid": "none"}
+                             "skew_degrees": 0.0 if clean else degrees, "labels_in_track": False, "grid": "none",
+                             "colour": inks is not None}
+    colour = inks is not None
+    hue = _Tints(tint_rng) if colour else None
     paper = np.full((sheet.height, sheet.width), 255.0) if clean else _paper(rng, sheet)
-    tone = paper.copy()
+    tone = paper.copy() if hue is None else paper[..., None] * (np.ones(3) if clean else hue.paper_tint())
     if not clean:
         grid, facts["grid"], facts["labels_in_track"] = _furniture(rng, sheet, curves[0].scale, shear)
-        tone = tone * (1 - grid) + rng.uniform(40, 130) * grid
-    for curve, cover in zip(curves, coverages, strict=True):
-        tone = tone * (1 - cover) + curve.ink * cover
+        level = rng.uniform(40, 130)
+        grid_ink = hue.grid_ink(level) if hue else level
+        tone = tone * (1 - _channels(grid, colour)) + grid_ink * _channels(grid, colour)
+    for k, (curve, cover) in enumerate(zip(curves, coverages, strict=True)):
+        ink = np.array(inks[k], np.float64) if inks is not None else curve.ink
+        tone = tone * (1 - _channels(cover, colour)) + ink * _channels(cover, colour)
     if clean:
         return np.clip(np.rint(tone), 0, 255).astype(np.uint8), facts
     stains = int(rng.integers(1, 4)) if rng.random() < 0.2 else 0
-    tone *= _stains(rng, sheet, stains)
+    shade = _stains(rng, sheet, stains)
+    tone *= shade[..., None] ** np.array([0.8, 1.0, 1.3]) if hue else shade  # a dried stain is brownish
     facts["stains"] = stains > 0
-    image = _scan(rng, tone)
+    image = _scan(rng, tone) if hue is None else _scan_colour(rng, hue.rng, tone)
     mode = ("dither" if rng.random() < 0.5 else "threshold") if rng.random() < 0.15 else "none"
-    if mode != "none":
+    if mode != "none" and not colour:  # a colour scan is never 1-bit
         image = _bilevel(image, paper, mode, max(c.ink for c in curves))
-    facts.update(bilevel=mode != "none", bilevel_mode=mode)
+    facts.update(bilevel=mode != "none" and not colour, bilevel_mode=mode if not colour else "none")
     if rng.random() < 0.25:
         facts.update(jpeg=True, jpeg_quality=int(rng.integers(25, 86)))
         image = _jpeg(image, facts["jpeg_quality"])
     return image, facts
+
+
+def _channels(cover: np.ndarray, colour: bool) -> np.ndarray:
+    return cover[..., None] if colour else cover
+
+
+class _Tints:
+    """The colour page's own choices: the paper's tint and the grid's ink."""
+
+    GRID_INKS = ((225, 140, 70), (110, 170, 110), (215, 95, 85))  # orange, green and red printed grids
+
+    def __init__(self, rng: np.random.Generator | None) -> None:
+        if rng is None:
+            raise ValueError("a colour page needs its own random stream (tint_rng)")
+        self.rng = rng
+
+    def paper_tint(self) -> np.ndarray:
+        return np.array([1.0, self.rng.uniform(0.96, 1.0), self.rng.uniform(0.85, 0.97)])
+
+    def grid_ink(self, level: float) -> np.ndarray:
+        """The grid's ink: gray at the gray page's level, or (a third of prints) a printed colour."""
+        if self.rng.random() < 2 / 3:
+            return np.full(3, level)
+        ink = np.array(self.GRID_INKS[int(self.rng.integers(len(self.GRID_INKS)))], np.float64)
+        return np.clip(ink + self.rng.uniform(-15, 15, 3), 0, 255)
 
 
 def _paper(rng: np.random.Generator, sheet: Any) -> np.ndarray:
@@ -139,6 +175,19 @@ def _scan(rng: np.random.Generator, tone: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
 
 
+def _scan_colour(rng: np.random.Generator, noise_rng: np.random.Generator, tone: np.ndarray) -> np.ndarray:
+    """(H, W, 3) through the scanner: one blur and one noise level for all three channels, drawn from
+    `rng` as `_scan` draws them, and the red channel's noise too, so `rng` runs on as for a gray page."""
+    radius, sigma = rng.uniform(0.2, 0.7), rng.uniform(1.0, 4.0)
+    out = np.empty(tone.shape, np.uint8)
+    for c in range(3):
+        image = Image.fromarray(np.clip(np.rint(tone[..., c]), 0, 255).astype(np.uint8))
+        blurred = np.asarray(image.filter(ImageFilter.GaussianBlur(radius)), np.float64)
+        noise = (rng if c == 0 else noise_rng).normal(0, sigma, blurred.shape)
+        out[..., c] = np.clip(np.rint(blurred + noise), 0, 255).astype(np.uint8)
+    return out
+
+
 def _bilevel(image: np.ndarray, paper: np.ndarray, mode: str, lightest_ink: int) -> np.ndarray:
     """A 1-bit scan: Floyd-Steinberg dither of the page levelled to its paper, or a threshold halfway
     from the paper to the lightest ink."""
@@ -152,4 +201,5 @@ def _bilevel(image: np.ndarray, paper: np.ndarray, mode: str, lightest_ink: int)
 def _jpeg(image: np.ndarray, quality: int) -> np.ndarray:
     buffer = io.BytesIO()
     Image.fromarray(image).save(buffer, format="JPEG", quality=quality)
-    return np.asarray(Image.open(io.BytesIO(buffer.getvalue())).convert("L"), dtype=np.uint8).copy()
+    mode = "RGB" if image.ndim == 3 else "L"
+    return np.asarray(Image.open(io.BytesIO(buffer.getvalue())).convert(mode), dtype=np.uint8).copy()

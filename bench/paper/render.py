@@ -9,7 +9,14 @@ real headers; curves from a rock column (`paper.values`); pens drawn as polyline
 lines per decade, depth lines with every 5th or 10th heavier, depth numbers in a strip and sometimes in
 the track; yellowed fibrous paper, stains, skew (a shear of everything drawn), blur, sensor noise,
 1-bit scans by Floyd-Steinberg dither or a threshold, and JPEG. A log is a pure function of
-(seed, index, scale, clean); `clean` leaves out paper, grid and scanner, for exactness tests.
+(seed, index, scale, clean, colour); `clean` leaves out paper, grid and scanner, for exactness tests.
+
+`colour=True` draws the same log as a colour print scanned in colour: every pen takes its own colour
+(black, red, blue, green, orange, purple or brown, mixed here with a spread per pen and named as a legend
+names them), the paper is tinted, the grid is sometimes printed in colour, and the scan is never 1-bit.
+The log's gray `image` is the colour scan's luma as the service reads an upload (Pillow's "L"), `colour`
+its RGB, and each curve's `colour` the name a legend gives it ("" for black, whose hint is "dark").
+Everything else (values, pens' styles and strokes, page, scanner factors) is the gray log's own.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from PIL import Image
 
 from veernet_core.synth_truth import CurveTruth, DepthCalibration, SynthLog, TrackScale, pair_factors
 
@@ -29,6 +37,11 @@ PEN_STYLES = (("solid", 0.45), ("dashed", 0.25), ("dotted", 0.15), ("dash-dot", 
 PRINT_SCALES = ((200, "m"), (500, "m"), (1000, "m"), (240, "ft"), (600, "ft"))  # 1:N
 WRAP_CHOICES = (("none", 0.55), ("right", 0.2), ("left", 0.15), ("both", 0.1))
 SIDES = {"none": (), "right": (1,), "left": (-1,), "both": (1, -1)}
+# Colour prints: this renderer's own mix of each pen colour (RGB on white paper) and how often a pen has it.
+PEN_COLOURS = {"black": ((15, 15, 15), 0.25), "red": ((200, 35, 40), 0.2), "blue": ((35, 65, 185), 0.2),
+               "green": ((35, 135, 55), 0.15), "orange": ((235, 125, 25), 0.07),
+               "purple": ((120, 45, 150), 0.07), "brown": ((120, 70, 35), 0.06)}
+COLOUR_SPREAD = 20  # each channel of a pen's colour varies by up to this much
 
 
 @dataclass(frozen=True)
@@ -154,8 +167,24 @@ def _truth(name: str, header: HeaderScale, fraction: np.ndarray, layers: dict[in
                       pen.stroke_px, inked)
 
 
-def render(seed: int, index: int, scale: float = 0.1, clean: bool = False) -> SynthLog:
-    """Paper log `index` of set `seed` at `scale` (1.0: 460-660 px tall at 300 dpi), with its truth."""
+def _pen_colours(rng: np.random.Generator, count: int) -> list[tuple[str, tuple[int, int, int]]]:
+    """A distinct colour per pen (name, RGB): one print gives each curve of a track its own colour."""
+    names = list(PEN_COLOURS)
+    weights = np.array([PEN_COLOURS[n][1] for n in names])
+    picked = rng.choice(names, size=count, replace=False, p=weights / weights.sum())
+    spread = rng.integers(-COLOUR_SPREAD, COLOUR_SPREAD + 1, size=(count, 3))
+    return [(str(name), tuple(int(v) for v in np.clip(np.array(PEN_COLOURS[name][0]) + d, 0, 255)))  # type: ignore[misc]
+            for name, d in zip(picked, spread, strict=True)]
+
+
+def _luma(rgb: tuple[int, int, int]) -> int:
+    """The gray an RGB ink reads as (ITU-R 601, as Pillow converts colour to "L")."""
+    return round((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2]) / 1000)
+
+
+def render(seed: int, index: int, scale: float = 0.1, clean: bool = False, colour: bool = False) -> SynthLog:
+    """Paper log `index` of set `seed` at `scale` (1.0: 460-660 px tall at 300 dpi), with its truth;
+    `colour`: the same log printed in colour inks and scanned in colour (see the module's docstring)."""
     if seed < 0 or index < 0 or not scale > 0:
         raise ValueError(f"seed and index must be non-negative and scale positive, got {seed}, {index}, {scale}")
     rng = np.random.default_rng([seed, index, 0x50A9E5])
@@ -166,15 +195,27 @@ def render(seed: int, index: int, scale: float = 0.1, clean: bool = False) -> Sy
     shear = 0.0 if clean else math.tan(math.radians(skew))
     count = int(rng.choice([1, 2, 3, 4], p=[0.3, 0.35, 0.2, 0.15]))
     tools = rng.choice(sorted(HEADER_SCALES), size=count, replace=False).tolist()
+    # Colour choices come from a stream of their own, so a colour log is its gray twin in other inks.
+    tint_rng = np.random.default_rng([seed, index, 0xC0107])
+    pens = _pen_colours(tint_rng, count) if colour else None
     curves, coverages = [], []
-    for tool in tools:
+    for k, tool in enumerate(tools):
         pen = _pen(rng)
+        if pens is not None:
+            pen = Pen(pen.style, _luma(pens[k][1]), pen.stroke_px, pen.wrap)
         header, fraction = _curve_fraction(rng, sheet, tool, pen, beds)
         layers = _ink_curve(rng, sheet, fraction, pen, shear, scale)
         curves.append(_truth(header.name, header, fraction, layers, sheet, pen))
         coverages.append(np.clip(sum(layers.values()), 0.0, 1.0))
-    image, facts = compose(rng, sheet, curves, coverages, (shear, skew), clean)
+    if pens is not None:
+        for curve, (name, _) in zip(curves, pens, strict=True):
+            curve.colour = "" if name == "black" else name
+    inks = [rgb for _, rgb in pens] if pens is not None else None
+    image, facts = compose(rng, sheet, curves, coverages, (shear, skew), clean, inks, tint_rng)
+    rgb = None
+    if image.ndim == 3:
+        rgb, image = image, np.array(Image.fromarray(image).convert("L"), dtype=np.uint8)
     mask = (np.max(coverages, axis=0) >= 0.25).astype(np.uint8)  # pixels the pen crossed, not only grazed
     depth = DepthCalibration(sheet.depth_top, float(depth_unit[-1]), sheet.unit)
     facts.update(low_res=sheet.low_res, px_per_unit=sheet.px_per_unit, **pair_factors(curves))
-    return SynthLog(image, mask, curves, depth, (sheet.top, sheet.bottom), seed, index, 2, shear, facts)
+    return SynthLog(image, mask, curves, depth, (sheet.top, sheet.bottom), seed, index, 2, shear, facts, rgb)

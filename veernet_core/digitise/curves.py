@@ -148,7 +148,8 @@ def tone_of(scan: ScanPixels | None, calibration: Calibration) -> Tone | None:
     it), and on a colour scan the colour of the darkest pixel within a row of each pixel."""
     if scan is None:
         return None
-    paper = page_of(scan, calibration.track_top, calibration.track_bottom).paper
+    page = page_of(scan, calibration.track_top, calibration.track_bottom)
+    paper = page.paper
     gray = scan.gray.astype(np.float32)
     darkness = np.clip((paper[None, :] - gray) / np.maximum(paper[None, :], 1.0), 0.0, 1.0)
     if scan.colour is None:
@@ -157,7 +158,9 @@ def tone_of(scan: ScanPixels | None, calibration: Calibration) -> Tone | None:
     rows = np.arange(height)
     around = np.stack([np.clip(rows + d, 0, height - 1) for d in (-1, 0, 1)])  # (3, H)
     darkest = around[np.argmin(gray[around], axis=0), rows[:, None]]  # (H, W): row of the darkest neighbour
-    return Tone(darkness, scan.colour[darkest, np.arange(gray.shape[1])[None, :]].astype(np.float32))
+    columns = np.arange(gray.shape[1])
+    paper_rgb = None if page.tint is None else page.paper_rgb(columns).astype(np.float32)
+    return Tone(darkness, scan.colour[darkest, columns[None, :]].astype(np.float32), paper_rgb)
 
 
 def calibrate(naming: Naming, calibration: Calibration, image_size: tuple[int, int]) -> Digitised:

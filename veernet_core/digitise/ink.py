@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.colours import ink_line, mismatch, paper_tint
 
 MIN_DARKNESS = 18.0  # gray levels below the paper: less is scanner noise, not ink
 PAPER_COLUMNS = 31  # neighbouring columns whose median gray is the paper's
 GRID_SHARE = 0.5  # a row or column this much inked is a grid line (a curve crosses a column once)
 DARK_RATIO = 0.5  # ink darker than half the way from paper to black is "dark"; lighter is "light"
+HUE_SCALE = 3.0  # a stroke's colour agrees with an ink fully on its line, not at all a third of the way off it
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,12 @@ class Page:
     paper: np.ndarray  # float64 per column: the median gray of the track's rows there
     grid_cols: np.ndarray  # bool per column: a vertical line across most of the track
     grid_rows: np.ndarray  # bool per image row: a horizontal line along most of the scan
+    tint: np.ndarray | None = None  # (3,) on a colour scan: the paper's colour per gray level (`colours.paper_tint`)
+
+    def paper_rgb(self, cols: np.ndarray) -> np.ndarray:
+        """(len(cols), 3) the paper's colour at columns `cols` of a colour scan."""
+        assert self.tint is not None, "a gray scan's page has no paper colour"
+        return self.paper[cols][:, None] * self.tint[None, :]
 
 
 def page_of(scan: ScanPixels, top: float, bottom: float) -> Page:
@@ -65,7 +73,12 @@ def _page(scan: ScanPixels, top: float, bottom: float) -> Page:
     ink_below = paper - MIN_DARKNESS
     grid_cols = np.count_nonzero(rows <= ink_below[None, :], axis=0) / rows.shape[0] >= GRID_SHARE
     grid_rows = np.count_nonzero(scan.gray <= ink_below[None, :], axis=1) / scan.gray.shape[1] >= GRID_SHARE
-    return Page(paper, grid_cols, grid_rows)
+    tint = None
+    if scan.colour is not None:
+        first = max(0, int(math.floor(top)))
+        step = max(1, rows.shape[0] // 64)
+        tint = paper_tint(scan.colour[first : first + rows.shape[0] : step], rows[::step])
+    return Page(paper, grid_cols, grid_rows, tint)
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,7 @@ class Look:
     darkness: float  # median (paper - ink) over inked columns, gray levels
     paper: float
     rgb: tuple[float, float, float] | None  # median colour of the ink on a colour scan
+    paper_rgb: tuple[float, float, float] | None = None  # the paper's colour under it, on a colour scan
 
     @property
     def columns(self) -> int:
@@ -130,13 +144,14 @@ def looks_along(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray
             continue
         ink_count = counted[j] - counted[i]
         ink_ranked = ranked[j - ink_count : j]  # the range's inked values, sorted: the darkest
-        rgb = None
+        rgb = paper_rgb = None
         if scan.colour is not None and ink_count:
             mine = inked[i:j]
             ink_rows = window[i:j][np.arange(j - i), pixels[i:j].argmin(axis=1)][mine]
-            rgb = tuple(float(v) for v in np.median(scan.colour[ink_rows, cols[i:j][mine]].astype(np.float64), axis=0))
+            rgb = _triple(np.median(scan.colour[ink_rows, cols[i:j][mine]].astype(np.float64), axis=0))
+            paper_rgb = _triple(np.median(page.paper_rgb(cols[i:j][mine]), axis=0)) if page.tint is not None else None
         looks.append(Look(inked[i:j], sorted_median(ink_ranked) if ink_count else 0.0,
-                          sorted_median(paper_ranked[i:j]), rgb if rgb is None else (rgb[0], rgb[1], rgb[2])))
+                          sorted_median(paper_ranked[i:j]), rgb, paper_rgb))
     return looks
 
 
@@ -203,18 +218,34 @@ def style_scores(look: Look) -> dict[str, float]:
             "dotted": broken * (1.0 - long_marks) * (1.0 - alternating), "dash-dot": broken * alternating}
 
 
+def _triple(values: np.ndarray) -> tuple[float, float, float]:
+    return float(values[0]), float(values[1]), float(values[2])
+
+
 def ink_scores(look: Look) -> dict[str, float]:
     """Agreement in -1..1 of the stretch's ink with dark, light and each colour name: linear in the
-    measure, so that of two curves the darker one scores higher as "dark" however dark both are."""
+    measure, so that of two curves the darker one scores higher as "dark" however dark both are. On a
+    colour scan each ink is held against the line of its mixes with the paper (`colours.mismatch`): a pale
+    stroke of an ink is that ink, and a coloured stroke is neither dark nor light however dark it is."""
     dark = _clip((look.ink_ratio - DARK_RATIO) / 0.3, -1.0, 1.0)
-    scores = {"dark": dark, "light": -dark}
-    for name, reference in INK_COLOURS.items():
-        if look.rgb is None:
-            scores[name] = 0.0  # a gray scan says nothing about colour
-            continue
-        distance = float(np.linalg.norm(np.subtract(look.rgb, reference))) / 255.0
-        scores[name] = _clip(1.0 - 2.5 * distance, -1.0, 1.0)
-    return scores
+    hues = _hue_scores(look)
+    if hues is None:  # a gray scan says nothing about colour
+        return {"dark": dark, "light": -dark, **{name: 0.0 for name in INK_COLOURS}}
+    gray = hues.pop(GRAY)
+    return {"dark": min(dark, gray), "light": min(-dark, gray), **hues}
+
+
+GRAY = "gray"  # the line of the gray inks' mixes, in `_hue_scores`
+
+
+def _hue_scores(look: Look) -> dict[str, float] | None:
+    """On a colour scan, agreement in -1..1 of the stretch's ink with each colour's line and the gray
+    inks' (GRAY); None on a gray scan."""
+    if look.rgb is None or look.paper_rgb is None:
+        return None
+    rgb, paper = np.array(look.rgb), np.array(look.paper_rgb)
+    return {name: _clip(1.0 - HUE_SCALE * float(mismatch(rgb, paper, ink_line(name))), -1.0, 1.0)
+            for name in (*INK_COLOURS, GRAY)}
 
 
 def style_label(look: Look) -> str:
@@ -223,10 +254,10 @@ def style_label(look: Look) -> str:
 
 
 def ink_label(look: Look) -> str:
-    """dark or light, or the nearest colour name where the ink is clearly coloured."""
-    if look.rgb is not None:
-        colours = {k: v for k, v in ink_scores(look).items() if k in INK_COLOURS}
-        best = max(colours, key=colours.__getitem__)
-        if colours[best] > 0.3:
+    """dark or light, or the colour whose line the ink lies nearest where that is not the gray inks'."""
+    hues = _hue_scores(look)
+    if hues is not None:
+        best = max(hues, key=hues.__getitem__)
+        if best != GRAY and hues[best] > 0.3:
             return best
     return "dark" if look.ink_ratio >= DARK_RATIO else "light"

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.colours import ink_line, mismatch
 from veernet_core.digitise.runs import RunTable
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, _bridge
 
@@ -138,6 +139,7 @@ class Tone:
 
     darkness: np.ndarray
     rgb: np.ndarray | None = None
+    paper_rgb: np.ndarray | None = None  # (W, 3) the paper's colour per column, on a colour scan
 
 
 def _binned(grid: _Grid, values: np.ndarray, reduce: str = "max") -> np.ndarray:
@@ -154,28 +156,32 @@ def _binned(grid: _Grid, values: np.ndarray, reduce: str = "max") -> np.ndarray:
 def _tone_cost(grid: _Grid, tone: Tone | None, hint: CurveHint, hints: list[CurveHint]) -> np.ndarray | None:
     """(bins, W) cost of ink whose tone (dark/light) or colour the curve's hint contradicts; None where
     the track's hints name no two tones or colours (then tone tells no curve from another) or the scan is
-    not at hand."""
+    not at hand. On a colour scan whose track declares a colour, every curve with an ink hint pays for ink
+    nearer another declared ink's line of mixes than its own (`colours.mismatch`; the gray inks share the
+    line to black), and a gray curve besides for the other tone where both tones are declared."""
     if tone is None or hint.ink is None:
         return None
-    colours = {h.ink for h in hints if h.ink in INK_COLOURS}
-    if hint.ink in INK_COLOURS:
-        return _colour_cost(grid, tone, hint.ink, colours) if len(colours) > 1 and tone.rgb is not None else None
-    inks = {h.ink for h in hints}
-    if not {"dark", "light"} <= inks:
-        return None
+    costs = []
+    lines = {ink_line(h.ink) for h in hints if h.ink is not None}
+    if tone.rgb is not None and tone.paper_rgb is not None and len(lines) > 1 \
+            and any(h.ink in INK_COLOURS for h in hints):
+        costs.append(_colour_cost(grid, tone, hint.ink, lines))
+    if hint.ink in INK_COLOURS or not {"dark", "light"} <= {h.ink for h in hints}:
+        return costs[0] if costs else None
     dark = _binned(grid, tone.darkness)
     # A stroke one pixel wide may fall between two rows: its darkest neighbour row says its tone.
     dark = np.maximum(dark, np.maximum(np.roll(dark, 1, axis=0), np.roll(dark, -1, axis=0)))
     on = grid.ink >= 0.5
     split = _split_tone(dark[on])
     if split is None:
-        return None
+        return costs[0] if costs else None
     low, mid, high = split
     if hint.ink == "dark":
         wrong = np.clip((mid - dark) / max(mid - low, 1e-3), 0.0, 1.0)
     else:
         wrong = np.clip((dark - mid) / max(high - mid, 1e-3), 0.0, 1.0)
-    return (TONE_COST * wrong).astype(np.float32)
+    costs.append((TONE_COST * wrong).astype(np.float32))
+    return np.maximum(costs[0], costs[-1])
 
 
 def _tones_seen(grid: _Grid, tone: Tone | None, hints: list[CurveHint],
@@ -207,14 +213,14 @@ def _tones_seen(grid: _Grid, tone: Tone | None, hints: list[CurveHint],
     return [CurveHint(h.style, ink, h.levels) for h, ink in zip(hints, seen, strict=True)]
 
 
-def _colour_cost(grid: _Grid, tone: Tone, ink: str, colours: set[str]) -> np.ndarray:
-    """(bins, W) cost of ink nearer another declared colour than this curve's."""
-    assert tone.rgb is not None
+def _colour_cost(grid: _Grid, tone: Tone, ink: str, lines: set[tuple[int, int, int]]) -> np.ndarray:
+    """(bins, W) cost of ink nearer another declared ink's line of mixes with the paper than this curve's."""
+    assert tone.rgb is not None and tone.paper_rgb is not None
     rgb = _binned(grid, tone.rgb, reduce="centre")
-    distance = {name: np.linalg.norm(rgb - np.array(INK_COLOURS[name], dtype=np.float32), axis=-1) / 255.0
-                for name in colours}
-    others = np.min(np.stack([d for name, d in distance.items() if name != ink]), axis=0)
-    wrong = np.clip((distance[ink] - others) / 0.2 + 0.5, 0.0, 1.0)
+    own = ink_line(ink)
+    paper = tone.paper_rgb[None, :, :]
+    others = np.min(np.stack([mismatch(rgb, paper, line) for line in lines if line != own]), axis=0)
+    wrong = np.clip((mismatch(rgb, paper, own) - others) / 0.2 + 0.5, 0.0, 1.0)
     return (TONE_COST * wrong).astype(np.float32)
 
 

@@ -17,10 +17,10 @@ values better still but named more curves wrong without a flag (held-out seed 77
 logs of the independent renderer: 2 -> 6), so the verdicts stay the naming's.
 
 On a colour scan, curves declared in colours (`ink: red`, `blue`, ...) are told apart the same way:
-ink whose colour is strong (its red, green and blue spread by CHROMA or more) is the nearest declared
-colour's, and the rest is gray ink, split by tone as above or, where one tone is declared beside the
-colours, that tone's. Every curve of the track must declare its ink: one that does not could be drawn
-in any, and then no curve is traced this way.
+each pixel of ink goes to the declared colour, or the gray inks, whose line of mixes with the paper it
+lies nearest (`colours.mismatch`: a stroke's pale edge is its ink's, not gray), and the gray ink is split
+by tone as above or, where one tone is declared beside the colours, is that tone's. Every curve of the
+track must declare its ink: one that does not could be drawn in any, and then no curve is traced this way.
 
 A 1-bit scan has one tone, and a scan whose two tones lie closer than TONES_APART tells nothing: the
 traces stay as the model's grid gave them. Colour hints on a gray scan tell nothing here either.
@@ -32,6 +32,7 @@ import numpy as np
 
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.colours import BLACK, ink_line, mismatch
 from veernet_core.digitise.ink import Page, ScanPixels
 from veernet_core.digitise.joint import TONES_APART, _split_tone
 from veernet_core.digitise.refine import _max3
@@ -39,7 +40,6 @@ from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 EDGE_CLEARANCE = 1  # pixels between light ink and any dark ink pixel (a dark stroke's soft edge is pale)
 TONES = ("dark", "light")
-CHROMA = 60  # spread of a pixel's red, green and blue (0-255) from which its ink is coloured, not gray
 
 
 def alone_in_tone(calibration: Calibration, colour: bool = False) -> dict[int, str]:
@@ -57,27 +57,28 @@ def alone_in_tone(calibration: Calibration, colour: bool = False) -> dict[int, s
 
 def ink_masks(ink: np.ndarray, scan: ScanPixels, page: Page, top: float, bottom: float,
               inks: set[str]) -> dict[str, np.ndarray]:
-    """Per declared ink, the track's ink (`refine.ink_mask`'s plane) of that ink: on a colour scan, pixels
-    whose colour is strong (CHROMA) go to the nearest declared colour and the rest are gray ink; gray ink
+    """Per declared ink, the track's ink (`refine.ink_mask`'s plane) of that ink: on a colour scan, each
+    pixel goes to the declared colour or the gray inks whose line of mixes with the paper it lies nearest
+    (`colours.mismatch`); gray ink
     is split by tone where both tones are declared (`tone_masks`), or is the one tone declared. An ink
     that cannot be told (one tone on the scan, no colour) has no mask."""
     colours = sorted(inks & set(INK_COLOURS))
     masks: dict[str, np.ndarray] = {}
     grey = ink
-    if colours and scan.colour is not None:
+    if colours and scan.colour is not None and page.tint is not None:
         first, last = max(0, int(np.floor(top))), min(ink.shape[0], int(np.ceil(bottom)) + 1)
-        rgb = scan.colour[first:last].astype(np.int16)
-        strong = ink[first:last] & ((rgb.max(axis=-1) - rgb.min(axis=-1)) >= CHROMA)
-        rows, cols = np.nonzero(strong)
-        reference = np.array([INK_COLOURS[c] for c in colours], dtype=np.float32)
-        nearest = np.argmin(np.linalg.norm(rgb[rows, cols][:, None, :] - reference[None, :, :], axis=-1), axis=1)
+        rows, cols = np.nonzero(ink[first:last])
+        rows += first
+        rgb, paper = scan.colour[rows, cols], page.paper_rgb(cols)
+        nearest = np.argmin(np.stack([mismatch(rgb, paper, line)
+                                      for line in [*(ink_line(c) for c in colours), BLACK]]), axis=0)
+        grey = ink.copy()
         for k, name in enumerate(colours):
             mask = np.zeros(ink.shape, dtype=bool)
             mine = nearest == k
-            mask[rows[mine] + first, cols[mine]] = True
+            mask[rows[mine], cols[mine]] = True
+            grey[rows[mine], cols[mine]] = False
             masks[name] = mask
-        grey = ink.copy()
-        grey[rows + first, cols] = False
     tones = inks & set(TONES)
     if len(tones) == 2:
         split = tone_masks(grey, scan.gray, page, top, bottom)
