@@ -242,8 +242,8 @@ def _result(args: argparse.Namespace, scale: float, classes: int, counts: np.nda
            for n, (tp, fp, fn) in zip(names, counts, strict=True)}
     overall = figures(rows) or {}
     return {"renderer": args.renderer, "colour": args.colour, "logs": args.logs, "seed": args.seed, "scale": scale,
-            "classes": classes, "source": args.source, "iou": iou, **overall, "identity_blind_mae_pct": identity_blind(rows),
-            "identity": identity_figures(rows)}
+            "classes": classes, "source": args.source, "iou": iou, **overall,
+            "identity_blind_mae_pct": identity_blind(rows), "identity": identity_figures(rows)}
 
 
 def _parser() -> argparse.ArgumentParser:
