@@ -13,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from bench.paper import render
+from bench.paper.render import PEN_COLOURS
 from tests.syntax import parsed
 from veernet_core.synth_truth import SynthLog
 
@@ -159,3 +161,49 @@ def test_the_renderer_imports_nothing_of_the_training_generator_but_the_truth_fo
             "print(sorted(m for m in sys.modules if m.startswith('veernet_core')))")
     loaded = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "['veernet_core', 'veernet_core.synth_truth']"
+
+
+def test_a_colour_log_is_its_gray_twin_printed_in_coloured_inks() -> None:
+    """The same curves, pens and page in other inks: the same mask and truth rows, a distinct colour per
+    pen, named in the calibration's hints; the gray image is the colour scan's luma, as the service reads
+    an upload; a colour scan is never 1-bit."""
+    for index in range(8):
+        gray, colour = _log(index), render(11, index, 0.1, colour=True)
+        assert gray.colour is None and colour.colour is not None
+        assert colour.colour.shape == (*colour.image.shape, 3)
+        assert np.array_equal(colour.mask, gray.mask)
+        assert np.array_equal(colour.image, np.asarray(Image.fromarray(colour.colour).convert("L")))
+        for a, b in zip(gray.curves, colour.curves, strict=True):
+            assert np.array_equal(a.row, b.row, equal_nan=True) and np.array_equal(a.inked, b.inked)
+            assert (a.style, a.stroke_px, a.wrap, a.colour) == (b.style, b.stroke_px, b.wrap, "")
+        names = [c.colour or "black" for c in colour.curves]
+        assert len(set(names)) == len(names) and set(names) <= set(PEN_COLOURS)
+        hints = [c["ink"] for c in colour.calibration()["curves"]]
+        assert hints == [c.colour or "dark" for c in colour.curves]
+        assert not colour.factors["bilevel"] and colour.factors["colour"]
+        for factor in ("jpeg", "stains", "skew", "grid", "labels_in_track"):
+            assert colour.factors[factor] == gray.factors[factor]
+
+
+def test_a_colour_pen_draws_in_its_own_colour() -> None:
+    """On a clean colour page, the pixels a curve's pen covers fully (no other pen near) are its colour."""
+    checked = 0
+    for index in range(16):
+        log = render(11, index, 0.3, clean=True, colour=True)
+        assert log.colour is not None
+        for k, curve in enumerate(log.curves):
+            if curve.stroke_px < 2:
+                continue
+            clear = curve.inked & (curve.wrap_side == 0)
+            for j, other in enumerate(log.curves):
+                if j != k:  # no other pen within a few strokes' width in the column
+                    clear &= ~(np.abs(np.nan_to_num(other.row, nan=-1e9) - curve.row) < 3 * (curve.stroke_px
+                                                                                             + other.stroke_px))
+            cols = np.flatnonzero(clear)
+            if cols.size < 20:
+                continue
+            centre = log.colour[np.rint(curve.row[cols]).astype(int), cols].astype(np.float64)
+            reference = np.array(PEN_COLOURS[curve.colour or "black"][0], np.float64)
+            assert np.linalg.norm(np.median(centre, axis=0) - reference) < 45, (index, k, curve.colour)
+            checked += 1
+    assert checked >= 5

@@ -23,7 +23,9 @@ HEIGHT, WIDTH = 140, 1600
 DEPTH_TOP, DEPTH_BOTTOM = 1000.0, 1160.0
 # Ink runs per period, in columns at SCALE: (ink, paper, ink, paper, ...)
 PATTERNS = {"solid": (1, 0), "dashed": (8, 4), "dotted": (2, 4), "dash-dot": (8, 3, 2, 3)}
-INK_RGB = {"dark": (25, 25, 25), "light": (165, 165, 165), "red": (205, 35, 35), "blue": (35, 60, 200)}
+INK_RGB = {"dark": (25, 25, 25), "light": (165, 165, 165), "red": (205, 35, 35), "blue": (35, 60, 200),
+           # faded pens: about 40 % of the way from white paper to the pen's red and blue
+           "faded red": (235, 160, 160), "faded blue": (160, 175, 235)}
 
 
 @dataclass(frozen=True)

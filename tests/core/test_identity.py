@@ -87,6 +87,30 @@ def test_colour_names_curves_on_a_colour_scan() -> None:
     assert all("colour hints need a colour upload" in c.warnings[0] for c in on_gray)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_faded_colours_are_named_by_their_hue(seed: int) -> None:
+    """Faded red and blue pens: each stroke's colour is far from its ink's full RGB, and nearer white than
+    either, but lies on the line of its ink's mixes with the paper, and off the other's."""
+    log = render(seed, [Drawn("solid", "faded red"), Drawn("solid", "faded blue")], colour=True)
+    assert log.crossings(0, 1) >= 4, "the curves must cross for the test to mean anything"
+    result = _digitise(log, [{"ink": "blue"}, {"ink": "red"}])
+    assert min(_shares(log, result, [1, 0])) >= 0.95
+    assert [c.identity for c in result.curves] == ["hinted"] * 2
+    assert [c.warnings for c in result.curves] == [(), ()]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_red_and_a_black_curve_are_named_by_colour(seed: int) -> None:
+    """A red stroke is as dark as a dark gray one: on a colour scan its hue, not its darkness, keeps it
+    from being named `dark`, and keeps the black curve's trace off it where they cross."""
+    log = render(seed, [Drawn("solid", "red"), SOLID_DARK], colour=True)
+    assert log.crossings(0, 1) >= 4, "the curves must cross for the test to mean anything"
+    result = _digitise(log, [{"ink": "dark"}, {"ink": "red"}])
+    assert min(_shares(log, result, [1, 0])) >= 0.95
+    assert [c.identity for c in result.curves] == ["hinted"] * 2
+    assert [c.warnings for c in result.curves] == [(), ()]
+
+
 def _apart_column(log: RenderedLog) -> int:
     """A column where the two curves are far apart, away from the scan's ends."""
     gap = np.abs(log.rows[0] - log.rows[1])
