@@ -6,6 +6,8 @@ import socket
 from collections.abc import Iterator
 
 import boto3
+import botocore.config
+import botocore.exceptions
 import pytest
 import torch
 from moto.server import ThreadedMotoServer
@@ -161,3 +163,17 @@ def test_s3_store_retries_while_the_endpoint_is_down() -> None:
         assert waits == [0.01, 0.02]
     finally:
         server.stop()
+
+
+def test_the_default_s3_store_outlasts_a_15_second_outage() -> None:
+    """The e2e outage tests cut S3 for a few seconds only; the store's own schedule (its defaults, as the
+    worker builds it in api/storage.py) keeps an upload trying for longer than a 15-second outage before it
+    gives up: its waits, against an endpoint that refuses every connection, add up to more than 15 s."""
+    client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{_free_port()}", region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing",
+                          config=botocore.config.Config(retries={"max_attempts": 1}))
+    waits: list[float] = []
+    store = S3Store(client, "down", sleep=waits.append)
+    with pytest.raises(botocore.exceptions.EndpointConnectionError):
+        store.put("a.pt", b"payload")
+    assert sum(waits) > 15.0, waits

@@ -83,6 +83,7 @@ def _gradient(config: TrainConfig, sizes: list[tuple[int, int]], split: list[lis
     return loss, torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None])
 
 
+@pytest.mark.usefixtures("one_intra_op_thread")
 def test_accumulation_equivalence(small_model_config: ModelConfig) -> None:
     sizes = [(48 + (i % 3) * 8, 256 + 32 * i) for i in range(16)]
     config = TrainConfig(model=small_model_config)

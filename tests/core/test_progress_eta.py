@@ -46,6 +46,7 @@ def test_expected_validation_is_a_forward_pass_over_the_validation_images() -> N
     assert expected_validation_s(val_images=8, step_time_s=0.0, images_per_step=4) == 0.0
 
 
+@pytest.mark.usefixtures("one_intra_op_thread")
 def test_progress_before_the_first_validation_expects_one_and_after_it_reports_the_measured_one(
         tmp_path: Path) -> None:
     config = TrainConfig.from_dict(CONFIG)
@@ -103,6 +104,7 @@ class _PixelClock:
         return self.now
 
 
+@pytest.mark.usefixtures("one_intra_op_thread")
 def test_a_runs_reported_eta_for_training_is_the_training_time_it_then_takes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Steps of different sizes (bucketed, pixel budget), over epochs: every report after the warm-up
