@@ -64,6 +64,21 @@ def test_the_training_seed_is_refused_for_the_generator_only(capsys: pytest.Capt
         digitise_eval.main(["--renderer", "paper", "--classes", "3", "--logs", "1"])
 
 
+def test_colour_logs_name_each_curves_colour_and_only_the_independent_renderer_prints_them(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--colour`: the same logs printed in colour, each curve's colour in its hints and in the ink factor's
+    levels (a black pen is `dark`), read from the colour scan; the generator draws gray only."""
+    with pytest.raises(SystemExit, match="only the independent renderer"):
+        digitise_eval.main(["--renderer", "synth", "--colour", "--logs", "1"])
+    assert digitise_eval.main(["--renderer", "paper", "--colour", "--logs", "6", "--source", "truth",
+                               "--seed", "31337"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["colour"] is True and result["calibration_hints"] == "read"
+    inks = set(result["by_factor"]["ink"])
+    assert inks - {"dark", "light"} and inks <= {"dark", "red", "blue", "green", "orange", "purple", "brown"}
+    assert result["by_factor"]["bilevel"].keys() == {"no"}
+
+
 def _two_curve_rows(first: np.ndarray, second: np.ndarray, identities: tuple[str, str]) -> list[dict]:
     truth_a, truth_b = np.full(8, 0.2), np.full(8, 0.7)
     return [{"position": k + 1, "curves_in_log": 2, "truth": truth, "pred": pred, "identity": identity}
