@@ -22,6 +22,7 @@ PAPER_COLUMNS = 31  # neighbouring columns whose median gray is the paper's
 GRID_SHARE = 0.5  # a row or column this much inked is a grid line (a curve crosses a column once)
 DARK_RATIO = 0.5  # ink darker than half the way from paper to black is "dark"; lighter is "light"
 HUE_SCALE = 3.0  # a stroke's colour agrees with an ink fully on its line, not at all a third of the way off it
+GRAY = "gray"  # the line of the gray inks' mixes (to black), in `_hue_scores`
 
 
 @dataclass(frozen=True)
@@ -233,9 +234,6 @@ def ink_scores(look: Look) -> dict[str, float]:
         return {"dark": dark, "light": -dark, **{name: 0.0 for name in INK_COLOURS}}
     gray = hues.pop(GRAY)
     return {"dark": min(dark, gray), "light": min(-dark, gray), **hues}
-
-
-GRAY = "gray"  # the line of the gray inks' mixes, in `_hue_scores`
 
 
 def _hue_scores(look: Look) -> dict[str, float] | None:

@@ -17,7 +17,9 @@ the track's rows on every wrap level the calibration allows it), at the least co
   anywhere else costs `HOP_COST`, each column on a backup scale `LEVEL_COST`, and levels the curve has no
   backup scale for are never on offer;
 * ink whose tone the calibration's `ink` hint contradicts (on logs whose hints name both dark and light
-  ink, or, where no hint names two tones, the tones the first paths are found on: `_tones_seen`), and
+  ink, or, where no hint names two tones, the tones the first paths are found on: `_tones_seen`), or
+  whose colour does, on a colour scan (`colours.mismatch`: nearer another declared ink's line of mixes
+  with the paper than the curve's own), and
   ink another curve's path already takes (`SHARE` for curves that may look alike, whose touching ink
   could be either's; `SHARE_UNLIKE`, as dear as paper, for curves declared in different line styles).
 Anchors are not the tracer's: the naming step (`veernet_core.digitise.identity`) names its paths by them.
@@ -181,7 +183,7 @@ def _tone_cost(grid: _Grid, tone: Tone | None, hint: CurveHint, hints: list[Curv
     else:
         wrong = np.clip((dark - mid) / max(high - mid, 1e-3), 0.0, 1.0)
     costs.append((TONE_COST * wrong).astype(np.float32))
-    return np.maximum(costs[0], costs[-1])
+    return costs[0] if len(costs) == 1 else np.maximum(costs[0], costs[1])
 
 
 def _tones_seen(grid: _Grid, tone: Tone | None, hints: list[CurveHint],
