@@ -45,7 +45,6 @@ class PlanBody(BaseModel):
         "worker (never run in the API) and answer at once, saying it is pending (measurement.probe). "
         "false: queue none, and answer 409 when nothing measures or estimates the throughput"))
 
-
     @field_validator("start_at", mode="before")
     @classmethod
     def _a_date_time_string(cls, value: Any) -> Any:

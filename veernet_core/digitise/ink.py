@@ -64,7 +64,8 @@ def _page(scan: ScanPixels, top: float, bottom: float) -> Page:
     rows = scan.gray[max(0, int(math.floor(top))) : int(math.ceil(bottom)) + 1]
     # A column's median is the paper's gray, except on a vertical grid line, which covers the column:
     # the median over neighbouring columns (grid lines are a small share of them) holds there too.
-    sample = rows[:: max(1, rows.shape[0] // 64)].astype(np.float64)  # 64 rows tell a column's paper
+    step = max(1, rows.shape[0] // 64)  # 64 rows tell a column's paper
+    sample = rows[::step].astype(np.float64)
     columns = np.median(sample, axis=0)
     reach = PAPER_COLUMNS // 2
     padded = np.pad(columns, reach, mode="edge")
@@ -75,10 +76,9 @@ def _page(scan: ScanPixels, top: float, bottom: float) -> Page:
     grid_cols = np.count_nonzero(rows <= ink_below[None, :], axis=0) / rows.shape[0] >= GRID_SHARE
     grid_rows = np.count_nonzero(scan.gray <= ink_below[None, :], axis=1) / scan.gray.shape[1] >= GRID_SHARE
     tint = None
-    if scan.colour is not None:
+    if scan.colour is not None:  # the same rows as the paper's gray, in colour
         first = max(0, int(math.floor(top)))
-        step = max(1, rows.shape[0] // 64)
-        tint = paper_tint(scan.colour[first : first + rows.shape[0] : step], rows[::step])
+        tint = paper_tint(scan.colour[first : first + rows.shape[0] : step], sample)
     return Page(paper, grid_cols, grid_rows, tint)
 
 

@@ -148,9 +148,9 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     hints on the model's grid, its names are a second opinion: a curve the two namings read differently,
     or that the tracer's names leave ambiguous, is flagged ambiguous (`identity.checked_against`). Either
     naming alone named curves wrong without a flag that the other caught (bench/README.md, 2026-11-26).
-    A curve that is the only one of its declared tone (`ink: dark` or `light`) in a track that declares
-    both is then read from its own trace on the scan's ink of that tone (`tones.traced_by_tone`), where that
-    trace found it; its name and verdict are the naming's.
+    A curve that is the only one of its declared ink in a track where every curve declares one (`dark`
+    beside `light`, or a colour on a colour scan) is then read from its own trace on the scan's ink of that
+    tone or colour (`tones.traced_by_tone`), where that trace found it; its name and verdict are the naming's.
     """
     if not resampling.resampled:
         return digitise(probabilities, calibration, options or TraceOptions(), scan)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration
-from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.calibration_fields import INK_COLOURS, INK_SHADES
 from veernet_core.digitise.colours import BLACK, ink_line, mismatch
 from veernet_core.digitise.ink import Page, ScanPixels
 from veernet_core.digitise.joint import TONES_APART, _split_tone
@@ -39,7 +39,6 @@ from veernet_core.digitise.refine import _max3
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 EDGE_CLEARANCE = 1  # pixels between light ink and any dark ink pixel (a dark stroke's soft edge is pale)
-TONES = ("dark", "light")
 
 
 def alone_in_tone(calibration: Calibration, colour: bool = False) -> dict[int, str]:
@@ -59,9 +58,8 @@ def ink_masks(ink: np.ndarray, scan: ScanPixels, page: Page, top: float, bottom:
               inks: set[str]) -> dict[str, np.ndarray]:
     """Per declared ink, the track's ink (`refine.ink_mask`'s plane) of that ink: on a colour scan, each
     pixel goes to the declared colour or the gray inks whose line of mixes with the paper it lies nearest
-    (`colours.mismatch`); gray ink
-    is split by tone where both tones are declared (`tone_masks`), or is the one tone declared. An ink
-    that cannot be told (one tone on the scan, no colour) has no mask."""
+    (`colours.mismatch`); gray ink is split by tone where both tones are declared (`tone_masks`), or is
+    the one tone declared. An ink that cannot be told (one tone on the scan, no colour) has no mask."""
     colours = sorted(inks & set(INK_COLOURS))
     masks: dict[str, np.ndarray] = {}
     grey = ink
@@ -79,11 +77,11 @@ def ink_masks(ink: np.ndarray, scan: ScanPixels, page: Page, top: float, bottom:
             mask[rows[mine], cols[mine]] = True
             grey[rows[mine], cols[mine]] = False
             masks[name] = mask
-    tones = inks & set(TONES)
+    tones = inks & set(INK_SHADES)
     if len(tones) == 2:
         split = tone_masks(grey, scan.gray, page, top, bottom)
         if split is not None:
-            masks.update(zip(TONES, split, strict=True))
+            masks.update(zip(INK_SHADES, split, strict=True))
     elif len(tones) == 1 and colours:
         masks[tones.pop()] = grey
     return masks
