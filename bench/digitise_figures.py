@@ -83,6 +83,50 @@ def worst(by_position: dict[str, Any], by_factor: dict[str, Any], count: int = 1
             for name, fig in ranked[:count]]
 
 
+MEET = 0.05  # two traces this close (share of the track), or trading sides, are where a tracer may swap them
+
+
+def meeting_stretches(preds: list[np.ndarray]) -> list[tuple[int, int]]:
+    """[start, stop) column ranges of a log's traces between the places where they meet: where two traces
+    come within MEET of the track or change sides between neighbouring columns, and where a trace starts
+    or stops. Cut in the middle of every run of such columns; one stretch for a single trace."""
+    width = preds[0].size
+    meet = np.zeros(width, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for a, b in itertools.combinations(preds, 2):
+            meet |= np.abs(a - b) <= MEET
+            side = np.sign(a - b)
+            meet[1:] |= np.isfinite(side[1:]) & np.isfinite(side[:-1]) & (side[1:] != side[:-1])
+    for p in preds:
+        found = np.isfinite(p)
+        meet[1:] |= found[1:] != found[:-1]
+    edges = np.flatnonzero(np.diff(meet.astype(np.int8))) + 1
+    bounds = np.concatenate([[0], edges, [width]])
+    cuts = [int((a + b) // 2) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if meet[a]]
+    cuts = sorted({c for c in cuts if 0 < c < width})
+    ends = [0, *cuts, width]
+    return [(a, b) for a, b in zip(ends[:-1], ends[1:], strict=True) if b > a]
+
+
+def nearest_per_stretch(preds: list[np.ndarray], truths: list[np.ndarray]) -> list[np.ndarray]:
+    """Traces re-matched to true curves stretch by stretch (`meeting_stretches`): the error if every
+    stretch between two places where the traces meet were named right, the tracer's positions and its
+    continuity between meetings kept. Between `identity_blind` (any column may be re-matched) and the
+    digitiser's own names: how much of the error is naming and how much is tracing."""
+    out = [np.full_like(p, np.nan) for p in preds]
+    for a, b in meeting_stretches(preds):
+        best, chosen = np.inf, tuple(range(len(preds)))
+        for perm in itertools.permutations(range(len(preds))):
+            error = sum(float(np.nansum(np.minimum(np.abs(preds[p][a:b] - truths[k][a:b]), 1.0)))
+                        + float(np.count_nonzero(np.isnan(preds[p][a:b]) & np.isfinite(truths[k][a:b])))
+                        for k, p in enumerate(perm))
+            if error < best - 1e-12:
+                best, chosen = error, perm
+        for k, p in enumerate(chosen):
+            out[k][a:b] = preds[p][a:b]
+    return out
+
+
 def nearest_per_column(preds: list[np.ndarray], truths: list[np.ndarray]) -> list[np.ndarray]:
     """Traces re-matched to true curves column by column: position error with identity set aside."""
     out = [p.copy() for p in preds]

@@ -13,6 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import digitise_eval  # noqa: E402
+import digitise_figures  # noqa: E402
 
 
 @pytest.mark.parametrize("renderer", ["synth", "paper"])
@@ -38,7 +39,8 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
     ranked = [w["mae_pct"] for w in result["worst"]]
     assert ranked == sorted(ranked, reverse=True, key=lambda v: float("inf") if v is None else v)
     assert result["calibration_hints"] in ("read", "ignored")
-    assert result["identity_blind_mae_pct"] <= result["mae_pct"] + 1e-9
+    assert result["identity_blind_mae_pct"] <= result["stretch_named_mae_pct"] + 1e-9
+    assert result["stretch_named_mae_pct"] <= result["mae_pct"] + 1e-9
     # A perfect segmenter has the curve's ink under every inked column; the paper renderer's mask keeps the
     # pixels a pen covers by a quarter or more, so a faint column of a thin pen may have none.
     assert result["ink_found"] >= (1.0 if renderer == "synth" else 0.995)
@@ -97,3 +99,81 @@ def test_identity_figures_count_right_wrong_and_flagged_names() -> None:
     half = b.copy()
     half[:5] = 0.21  # nearer its own curve in 5 of the 8 columns: right
     assert digitise_eval.identity_figures(_two_curve_rows(half, b, ("hinted", "hinted")))["right_when_named"] == 1.0
+
+
+def _crossing_pair(width: int = 40) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Two true curves that cross at column 20, and traces that stay on their sides: each trace is its own
+    curve up to the crossing and the other one after it."""
+    x = np.arange(width, dtype=np.float64)
+    rising, falling = 0.1 + 0.02 * x, 0.9 - 0.02 * x
+    return [np.minimum(rising, falling), np.maximum(rising, falling)], [rising, falling]
+
+
+def test_meeting_stretches_cut_where_traces_meet_trade_sides_or_stop() -> None:
+    preds, _ = _crossing_pair()
+    bounds = digitise_figures.meeting_stretches(preds)
+    assert bounds[0][0] == 0 and bounds[-1][1] == 40 and len(bounds) == 2
+    assert 17 <= bounds[0][1] <= 23  # cut in the run of columns where the two are within 5 % of the track
+    gapped = [p.copy() for p in preds]
+    gapped[0][30:33] = np.nan  # a trace that stops and starts again is cut where it does, twice
+    assert len(digitise_figures.meeting_stretches(gapped)) == 4
+    assert digitise_figures.meeting_stretches([preds[0]]) == [(0, 40)]  # one trace: one stretch
+
+
+def test_per_stretch_matching_undoes_a_swap_where_traces_meet_and_nothing_else() -> None:
+    preds, truths = _crossing_pair()
+    matched = digitise_figures.nearest_per_stretch(preds, truths)
+    for m, t in zip(matched, truths, strict=True):
+        assert np.allclose(m, t)  # the traces swapped at the crossing: each stretch named right
+    far = [preds[0].copy(), preds[1].copy()]
+    far[0][5:10] += 0.3  # a trace off its curve away from any meeting: still off after matching
+    matched = digitise_figures.nearest_per_stretch(far, truths)
+    assert np.allclose(matched[0][5:10], truths[0][5:10] + 0.3)
+
+
+def _rows(preds: list[np.ndarray], truths: list[np.ndarray]) -> list[dict]:
+    inked = np.ones(truths[0].size, dtype=bool)
+    return [{"pred": p, "truth": t, "inked": inked, "wrapped": ~inked, "position": k + 1,
+             "curves_in_log": len(preds)} for k, (p, t) in enumerate(zip(preds, truths, strict=True))]
+
+
+def test_stretch_named_error_lies_between_the_identity_blind_and_the_named_errors() -> None:
+    preds, truths = _crossing_pair()
+    rows = _rows(preds, truths)
+    named = float(np.mean(np.concatenate([np.abs(p - t) for p, t in zip(preds, truths, strict=True)])))
+    assert named > 0.1  # half of each curve read on the other one
+    assert digitise_eval.stretch_named(rows) == 0.0 == digitise_eval.identity_blind(rows)
+    far = [preds[0].copy(), preds[1].copy()]
+    far[0][5:10] += 0.3
+    assert digitise_eval.stretch_named(_rows(far, truths)) > 0.0
+
+
+def test_reduced_truth_marks_every_reduced_pixel_a_curve_s_ink_falls_in() -> None:
+    mask = np.zeros((100, 200), dtype=np.int64)
+    mask[37, :] = 1  # a 1-px line: a tenth of each reduced pixel it crosses
+    mask[80:82, 150:160] = 1
+    log = type("Log", (), {"mask": mask})()
+    probs = digitise_eval.reduced_truth(log, 2, (10, 20))
+    assert probs.shape == (2, 10, 20) and np.array_equal(probs[0] + probs[1], np.ones((10, 20)))
+    assert np.flatnonzero(probs[1][:, 0]).tolist() == [3]
+    assert np.flatnonzero(probs[1][:, 15]).tolist() == [3, 8]
+    assert int(probs[1].sum()) == 20 + 1
+
+
+def test_truth_on_the_model_s_grid_is_the_truth_source_at_the_model_s_scale(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    figures = {}
+    for source in ("truth", "truth-reduced"):
+        assert digitise_eval.main(["--renderer", "paper", "--logs", "4", "--source", source, "--seed", "31337"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        figures[source] = {k: v for k, v in result.items() if k not in ("source", "seconds")}
+    assert figures["truth"] == figures["truth-reduced"]  # the same grid: the same path
+
+
+def test_truth_on_the_model_s_grid_reads_a_full_resolution_log_through_the_reduction(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert digitise_eval.main(["--renderer", "paper", "--logs", "2", "--source", "truth-reduced", "--seed", "31337",
+                               "--scale", "1.0"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["resampled_logs"] == 2 and result["refused_logs"] == 0
+    assert result["coverage"] > 0.9
