@@ -36,7 +36,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,20 +147,21 @@ def per_log(rows: list[Row]) -> Iterator[list[Row]]:
 
 def identity_blind(rows: list[Row]) -> float | None:
     """Mean error with each column's traces re-matched to the true curves of its log."""
-    errors = []
-    for log_rows in per_log(rows):
-        nearest = nearest_per_column([r["pred"] for r in log_rows], [r["truth"] for r in log_rows])
-        errors += [np.abs(n - r["truth"])[scored({**r, "pred": n})] for n, r in zip(nearest, log_rows, strict=True)]
-    joined = np.concatenate(errors) if errors else np.zeros(0)
-    return round(100 * float(joined.mean()), 3) if joined.size else None
+    return _rematched_error(rows, nearest_per_column)
 
 
 def stretch_named(rows: list[Row]) -> float | None:
     """Mean error with each log's traces re-matched to its true curves stretch by stretch between the
     places where they meet (`digitise_figures.nearest_per_stretch`): the naming's ceiling on these traces."""
+    return _rematched_error(rows, nearest_per_stretch)
+
+
+def _rematched_error(rows: list[Row], match: Callable[[list[np.ndarray], list[np.ndarray]], list[np.ndarray]],
+                     ) -> float | None:
+    """Mean error (% of the track) with each log's traces re-matched to its true curves by `match`."""
     errors = []
     for log_rows in per_log(rows):
-        matched = nearest_per_stretch([r["pred"] for r in log_rows], [r["truth"] for r in log_rows])
+        matched = match([r["pred"] for r in log_rows], [r["truth"] for r in log_rows])
         errors += [np.abs(m - r["truth"])[scored({**r, "pred": m})] for m, r in zip(matched, log_rows, strict=True)]
     joined = np.concatenate(errors) if errors else np.zeros(0)
     return round(100 * float(joined.mean()), 3) if joined.size else None
