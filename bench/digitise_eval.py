@@ -50,6 +50,7 @@ from digitise_figures import (  # noqa: E402
     grouped,
     nearest_per_column,
     nearest_per_stretch,
+    per_position,
     scored,
     worst,
 )
@@ -156,15 +157,32 @@ def stretch_named(rows: list[Row]) -> float | None:
     return _rematched_error(rows, nearest_per_stretch)
 
 
-def _rematched_error(rows: list[Row], match: Callable[[list[np.ndarray], list[np.ndarray]], list[np.ndarray]],
-                     ) -> float | None:
-    """Mean error (% of the track) with each log's traces re-matched to its true curves by `match`."""
-    errors = []
+Matcher = Callable[[list[np.ndarray], list[np.ndarray]], list[np.ndarray]]
+
+
+def rematched(rows: list[Row], match: Matcher) -> list[Row]:
+    """The rows with each log's traces re-matched to its true curves by `match`."""
+    out: list[Row] = []
     for log_rows in per_log(rows):
         matched = match([r["pred"] for r in log_rows], [r["truth"] for r in log_rows])
-        errors += [np.abs(m - r["truth"])[scored({**r, "pred": m})] for m, r in zip(matched, log_rows, strict=True)]
+        out += [{**r, "pred": m} for m, r in zip(matched, log_rows, strict=True)]
+    return out
+
+
+def _rematched_error(rows: list[Row], match: Matcher) -> float | None:
+    """Mean error (% of the track) with each log's traces re-matched to its true curves by `match`."""
+    errors = [np.abs(r["pred"] - r["truth"])[scored(r)] for r in rematched(rows, match)]
     joined = np.concatenate(errors) if errors else np.zeros(0)
     return round(100 * float(joined.mean()), 3) if joined.size else None
+
+
+def split_by_position(rows: list[Row], by_position: dict[str, Any]) -> None:
+    """In place: each position's figures gain its error with the naming set right between meetings
+    (`stretch_named_mae_pct`) and with names set aside (`identity_blind_mae_pct`)."""
+    for name, match in (("stretch_named_mae_pct", nearest_per_stretch), ("identity_blind_mae_pct", nearest_per_column)):
+        for position, figs in per_position(rematched(rows, match)).items():
+            if by_position.get(position) is not None:
+                by_position[position][name] = figs["mae_pct"] if figs else None
 
 
 def identity_figures(rows: list[Row]) -> dict[str, Any]:
@@ -270,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += evaluate_log(log, digitised, hints_read, ink)
     result = _result(args, scale, classes, counts, rows)
     by_position, by_factor = grouped(rows)
+    split_by_position(rows, by_position)
     result.update({"resampled_logs": resampled, "refused_logs": refused, "model_scale": training_scale(state),
                    "calibration_hints": "read" if hints == args.logs else ("ignored" if not hints else "mixed"),
                    "by_position": by_position, "by_factor": by_factor, "worst": worst(by_position, by_factor),

@@ -62,10 +62,14 @@ def levels(row: Row) -> dict[str, str]:
     return found
 
 
+def per_position(rows: list[Row]) -> dict[str, Any]:
+    """Figures per curve position 1..4."""
+    return {str(p): figures([r for r in rows if r["position"] == p]) for p in sorted({r["position"] for r in rows})}
+
+
 def grouped(rows: list[Row]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(figures per curve position 1..4, figures per factor and level)."""
-    positions = sorted({r["position"] for r in rows})
-    by_position = {str(p): figures([r for r in rows if r["position"] == p]) for p in positions}
+    by_position = per_position(rows)
     by_factor: dict[str, dict[str, Any]] = {}
     for row in rows:
         for factor, level in levels(row).items():

@@ -41,6 +41,8 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
     assert result["calibration_hints"] in ("read", "ignored")
     assert result["identity_blind_mae_pct"] <= result["stretch_named_mae_pct"] + 1e-9
     assert result["stretch_named_mae_pct"] <= result["mae_pct"] + 1e-9
+    for figs in positions.values():  # the same split per curve position (re-matching minimises a log's
+        assert figs["stretch_named_mae_pct"] >= 0.0 and figs["identity_blind_mae_pct"] >= 0.0  # sum, not each)
     # A perfect segmenter has the curve's ink under every inked column; the paper renderer's mask keeps the
     # pixels a pen covers by a quarter or more, so a faint column of a thin pen may have none.
     assert result["ink_found"] >= (1.0 if renderer == "synth" else 0.995)
@@ -133,8 +135,9 @@ def test_per_stretch_matching_undoes_a_swap_where_traces_meet_and_nothing_else()
 
 def _rows(preds: list[np.ndarray], truths: list[np.ndarray]) -> list[dict]:
     inked = np.ones(truths[0].size, dtype=bool)
-    return [{"pred": p, "truth": t, "inked": inked, "wrapped": ~inked, "position": k + 1,
-             "curves_in_log": len(preds)} for k, (p, t) in enumerate(zip(preds, truths, strict=True))]
+    return [{"pred": p, "truth": t, "inked": inked, "wrapped": ~inked, "has_value": inked, "ink_found": None,
+             "position": k + 1, "curves_in_log": len(preds)}
+            for k, (p, t) in enumerate(zip(preds, truths, strict=True))]
 
 
 def test_stretch_named_error_lies_between_the_identity_blind_and_the_named_errors() -> None:
@@ -146,6 +149,11 @@ def test_stretch_named_error_lies_between_the_identity_blind_and_the_named_error
     far = [preds[0].copy(), preds[1].copy()]
     far[0][5:10] += 0.3
     assert digitise_eval.stretch_named(_rows(far, truths)) > 0.0
+    by_position = digitise_figures.per_position(rows)
+    digitise_eval.split_by_position(rows, by_position)
+    for position in ("1", "2"):  # each curve half on the other one as named; right when re-matched
+        assert by_position[position]["mae_pct"] > 10.0
+        assert by_position[position]["stretch_named_mae_pct"] == 0.0 == by_position[position]["identity_blind_mae_pct"]
 
 
 def test_reduced_truth_marks_every_reduced_pixel_a_curve_s_ink_falls_in() -> None:
