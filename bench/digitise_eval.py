@@ -51,7 +51,6 @@ from digitise_figures import (  # noqa: E402
     nearest_per_column,
     nearest_per_stretch,
     per_position,
-    scored,
     worst,
 )
 from paper import render as paper_render  # noqa: E402
@@ -146,18 +145,11 @@ def per_log(rows: list[Row]) -> Iterator[list[Row]]:
             yield rows[start : start + row["curves_in_log"]]
 
 
-def identity_blind(rows: list[Row]) -> float | None:
-    """Mean error with each column's traces re-matched to the true curves of its log."""
-    return _rematched_error(rows, nearest_per_column)
-
-
-def stretch_named(rows: list[Row]) -> float | None:
-    """Mean error with each log's traces re-matched to its true curves stretch by stretch between the
-    places where they meet (`digitise_figures.nearest_per_stretch`): the naming's ceiling on these traces."""
-    return _rematched_error(rows, nearest_per_stretch)
-
-
 Matcher = Callable[[list[np.ndarray], list[np.ndarray]], list[np.ndarray]]
+# Each log's traces re-matched to its true curves column by column (names set aside) and stretch by stretch
+# between the places where traces meet (the naming set right, the tracer's continuity kept).
+REMATCHES: tuple[tuple[str, Matcher], ...] = (("identity_blind_mae_pct", nearest_per_column),
+                                              ("stretch_named_mae_pct", nearest_per_stretch))
 
 
 def rematched(rows: list[Row], match: Matcher) -> list[Row]:
@@ -169,20 +161,17 @@ def rematched(rows: list[Row], match: Matcher) -> list[Row]:
     return out
 
 
-def _rematched_error(rows: list[Row], match: Matcher) -> float | None:
-    """Mean error (% of the track) with each log's traces re-matched to its true curves by `match`."""
-    errors = [np.abs(r["pred"] - r["truth"])[scored(r)] for r in rematched(rows, match)]
-    joined = np.concatenate(errors) if errors else np.zeros(0)
-    return round(100 * float(joined.mean()), 3) if joined.size else None
-
-
-def split_by_position(rows: list[Row], by_position: dict[str, Any]) -> None:
-    """In place: each position's figures gain its error with the naming set right between meetings
-    (`stretch_named_mae_pct`) and with names set aside (`identity_blind_mae_pct`)."""
-    for name, match in (("stretch_named_mae_pct", nearest_per_stretch), ("identity_blind_mae_pct", nearest_per_column)):
-        for position, figs in per_position(rematched(rows, match)).items():
+def rematched_figures(rows: list[Row], by_position: dict[str, Any]) -> dict[str, float | None]:
+    """The mean error with the traces re-matched by each of REMATCHES, over all curves (returned) and, in
+    place, in each position's figures of `by_position`: each re-matching done once."""
+    overall: dict[str, float | None] = {}
+    for name, match in REMATCHES:
+        matched = rematched(rows, match)
+        overall[name] = (figures(matched) or {}).get("mae_pct")
+        for position, figs in per_position(matched).items():
             if by_position.get(position) is not None:
                 by_position[position][name] = figs["mae_pct"] if figs else None
+    return overall
 
 
 def identity_figures(rows: list[Row]) -> dict[str, Any]:
@@ -238,14 +227,11 @@ def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) 
             return probs, digitise(probs, calibration, scan=scan), hints_read, 0
         except CalibrationError:
             return probs, None, hints_read, 0
-    if args.source == "truth-reduced":
+    if args.source == "truth-reduced":  # the service's path from here on, as for the model's probabilities
         resampling = resampling_for(log.image.shape, model.trained_scale, args.scan_scale)
         probs = reduced_truth(log, classes, resampling.model_size)
-        try:
-            return probs, scan_curves(probs, calibration, resampling, scan=scan), hints_read, int(resampling.resampled)
-        except CalibrationError:
-            return probs, None, hints_read, int(resampling.resampled)
-    probs, resampling = predict_scan(model, log.image, args.scan_scale)
+    else:
+        probs, resampling = predict_scan(model, log.image, args.scan_scale)
     try:
         return probs, scan_curves(probs, calibration, resampling, scan=scan), hints_read, int(resampling.resampled)
     except CalibrationError:  # e.g. a multiclass model asked for more curves than it has classes
@@ -288,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += evaluate_log(log, digitised, hints_read, ink)
     result = _result(args, scale, classes, counts, rows)
     by_position, by_factor = grouped(rows)
-    split_by_position(rows, by_position)
+    result.update(rematched_figures(rows, by_position))
     result.update({"resampled_logs": resampled, "refused_logs": refused, "model_scale": training_scale(state),
                    "calibration_hints": "read" if hints == args.logs else ("ignored" if not hints else "mixed"),
                    "by_position": by_position, "by_factor": by_factor, "worst": worst(by_position, by_factor),
@@ -306,7 +292,6 @@ def _result(args: argparse.Namespace, scale: float, classes: int, counts: np.nda
     overall = figures(rows) or {}
     return {"renderer": args.renderer, "colour": args.colour, "logs": args.logs, "seed": args.seed, "scale": scale,
             "classes": classes, "source": args.source, "iou": iou, **overall,
-            "identity_blind_mae_pct": identity_blind(rows), "stretch_named_mae_pct": stretch_named(rows),
             "identity": identity_figures(rows)}
 
 

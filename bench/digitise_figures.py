@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from veernet_core.digitise.identity import stretches
+
 Row = dict[str, Any]
 OFF_BY = 0.05  # a sample "off" is more than 5 % of the track range away from the truth
 PAGE_FACTORS = ("bilevel", "jpeg", "low_res", "stains", "skew", "labels_in_track",
@@ -93,7 +95,8 @@ MEET = 0.05  # two traces this close (share of the track), or trading sides, are
 def meeting_stretches(preds: list[np.ndarray]) -> list[tuple[int, int]]:
     """[start, stop) column ranges of a log's traces between the places where they meet: where two traces
     come within MEET of the track or change sides between neighbouring columns, and where a trace starts
-    or stops. Cut in the middle of every run of such columns; one stretch for a single trace."""
+    or stops. Cut in the middle of every run of such columns (`identity.stretches`); one stretch for a
+    single trace."""
     width = preds[0].size
     meet = np.zeros(width, dtype=bool)
     with np.errstate(invalid="ignore"):
@@ -104,12 +107,7 @@ def meeting_stretches(preds: list[np.ndarray]) -> list[tuple[int, int]]:
     for p in preds:
         found = np.isfinite(p)
         meet[1:] |= found[1:] != found[:-1]
-    edges = np.flatnonzero(np.diff(meet.astype(np.int8))) + 1
-    bounds = np.concatenate([[0], edges, [width]])
-    cuts = [int((a + b) // 2) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if meet[a]]
-    cuts = sorted({c for c in cuts if 0 < c < width})
-    ends = [0, *cuts, width]
-    return [(a, b) for a, b in zip(ends[:-1], ends[1:], strict=True) if b > a]
+    return stretches(meet)  # cut as the naming step cuts its own
 
 
 def nearest_per_stretch(preds: list[np.ndarray], truths: list[np.ndarray]) -> list[np.ndarray]:

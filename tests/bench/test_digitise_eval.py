@@ -145,12 +145,14 @@ def test_stretch_named_error_lies_between_the_identity_blind_and_the_named_error
     rows = _rows(preds, truths)
     named = float(np.mean(np.concatenate([np.abs(p - t) for p, t in zip(preds, truths, strict=True)])))
     assert named > 0.1  # half of each curve read on the other one
-    assert digitise_eval.stretch_named(rows) == 0.0 == digitise_eval.identity_blind(rows)
+    by_position = digitise_figures.per_position(rows)
+    overall = digitise_eval.rematched_figures(rows, by_position)
+    assert overall["stretch_named_mae_pct"] == 0.0 == overall["identity_blind_mae_pct"]
     far = [preds[0].copy(), preds[1].copy()]
     far[0][5:10] += 0.3
-    assert digitise_eval.stretch_named(_rows(far, truths)) > 0.0
-    by_position = digitise_figures.per_position(rows)
-    digitise_eval.split_by_position(rows, by_position)
+    far_rows = _rows(far, truths)
+    far_figures = digitise_eval.rematched_figures(far_rows, digitise_figures.per_position(far_rows))
+    assert far_figures["stretch_named_mae_pct"] > 0.0
     for position in ("1", "2"):  # each curve half on the other one as named; right when re-matched
         assert by_position[position]["mae_pct"] > 10.0
         assert by_position[position]["stretch_named_mae_pct"] == 0.0 == by_position[position]["identity_blind_mae_pct"]
