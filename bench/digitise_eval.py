@@ -3,6 +3,7 @@ per factor level, worst first.
 
     python bench/digitise_eval.py [--renderer synth|paper] [--checkpoint PATH] [--logs 60] [--seed 424242]
                                   [--source model|truth] [--classes 2|3] [--scale F] [--scan-scale F] [--colour]
+                                  [--grid printed|none] [--keep-grid]
 
 Renderers: `synth` is the training generator (veernet_core.synth) at a data seed the training never
 used (the script refuses the checkpoint's data seed); `paper` is bench/paper/, whose drawing code is
@@ -59,7 +60,7 @@ from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.digitise.calibration import Calibration, CalibrationError  # noqa: E402
 from veernet_core.digitise.curves import Digitised, digitise  # noqa: E402
 from veernet_core.digitise.ink import ScanPixels  # noqa: E402
-from veernet_core.digitise.pipeline import predict_scan  # noqa: E402
+from veernet_core.digitise.pipeline import predict_scan, readable_scan  # noqa: E402
 from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
 from veernet_core.digitise.rescale import resample_image, resampling_for, scan_curves  # noqa: E402
 from veernet_core.synth import generate  # noqa: E402
@@ -211,8 +212,11 @@ def pixel_counts(labels: np.ndarray, mask: np.ndarray, classes: int) -> np.ndarr
 
 
 def render_log(args: argparse.Namespace, index: int, scale: float, classes: int) -> SynthLog:
+    """Log `index` of `args.renderer`; `--grid none`: the independent renderer's log printed without its
+    grid and depth numbers."""
     if args.renderer == "paper":
-        return paper_render(args.seed, index, scale, colour=args.colour)
+        grid = getattr(args, "grid", "printed") != "none"
+        return paper_render(args.seed, index, scale, colour=args.colour, grid=grid)
     return generate(args.seed, index, scale, classes)
 
 
@@ -227,11 +231,13 @@ def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) 
             return probs, digitise(probs, calibration, scan=scan), hints_read, 0
         except CalibrationError:
             return probs, None, hints_read, 0
+    resampling = resampling_for(log.image.shape, model.trained_scale, args.scan_scale)
+    if not getattr(args, "keep_grid", False):  # as the service reads it: a reduced scan without its grid
+        scan = readable_scan(scan, calibration, resampling)
     if args.source == "truth-reduced":  # the service's path from here on, as for the model's probabilities
-        resampling = resampling_for(log.image.shape, model.trained_scale, args.scan_scale)
         probs = reduced_truth(log, classes, resampling.model_size)
     else:
-        probs, resampling = predict_scan(model, log.image, args.scan_scale)
+        probs, resampling = predict_scan(model, scan.gray, args.scan_scale)
     try:
         return probs, scan_curves(probs, calibration, resampling, scan=scan), hints_read, int(resampling.resampled)
     except CalibrationError:  # e.g. a multiclass model asked for more curves than it has classes
@@ -252,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     classes = args.classes or (2 if args.renderer == "paper" else config.num_classes)
     if args.colour and args.renderer != "paper":
         raise SystemExit("--colour: only the independent renderer (--renderer paper) prints colour logs")
+    if args.grid == "none" and args.renderer != "paper":
+        raise SystemExit("--grid none: only the independent renderer (--renderer paper) prints logs without a grid")
     if args.renderer == "paper" and classes != 2:
         raise SystemExit("--renderer paper draws binary masks only (every curve's ink 1): leave out --classes")
     if args.source == "model" and classes != config.num_classes and args.renderer == "synth":
@@ -291,7 +299,8 @@ def _result(args: argparse.Namespace, scale: float, classes: int, counts: np.nda
            for n, (tp, fp, fn) in zip(names, counts, strict=True)}
     overall = figures(rows) or {}
     return {"renderer": args.renderer, "colour": args.colour, "logs": args.logs, "seed": args.seed, "scale": scale,
-            "classes": classes, "source": args.source, "iou": iou, **overall,
+            "classes": classes, "source": args.source, "grid": args.grid,
+            "grid_removal": "off" if args.keep_grid else "service", "iou": iou, **overall,
             "identity": identity_figures(rows)}
 
 
@@ -312,6 +321,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="'truth' feeds the renderer's mask as probabilities on the log's own grid: extraction "
                         "alone; 'truth-reduced' feeds it on the grid the model reads the log at, through the "
                         "service's path (for full-resolution logs: the path after the model, alone)")
+    p.add_argument("--grid", choices=("printed", "none"), default="printed",
+                   help="none: the independent renderer prints the same logs without grid and depth numbers (the "
+                        "most taking the grid off could give)")
+    p.add_argument("--keep-grid", action="store_true",
+                   help="read full-resolution scans with their grid (the service takes it off: "
+                        "veernet_core/digitise/grid.py), for comparison")
     p.add_argument("--anchors", type=int, default=0,
                    help="points per curve a user read off the scan ({depth, value}), given in the calibration")
     p.add_argument("--classes", type=int, choices=(2, 3),

@@ -15,12 +15,13 @@ from veernet_core.synth_truth import CurveTruth, TrackScale
 
 def compose(rng: np.random.Generator, sheet: Any, curves: list[CurveTruth], coverages: list[np.ndarray],
             skew: tuple[float, float], clean: bool, inks: list[tuple[int, int, int]] | None = None,
-            tint_rng: np.random.Generator | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+            tint_rng: np.random.Generator | None = None, grid: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
     """The scanned page and its factors. Inks are opaque, laid in drawing order: a later pen covers an
     earlier one where they cross. `clean`: white paper and the inks only, nothing else. With `inks` (an
     RGB per curve) the page is a colour print scanned in colour, (H, W, 3): tinted paper, a grid that is
     sometimes coloured, never 1-bit; every choice it makes beyond the gray page's comes from `tint_rng`,
-    so `rng` runs as for the gray page and the two share every other factor."""
+    so `rng` runs as for the gray page and the two share every other factor. `grid` False leaves the grid
+    and depth numbers off the page, every other choice as with them (the most a grid remover could give)."""
     shear, degrees = skew
     facts: dict[str, Any] = {"bilevel": False, "bilevel_mode": "none", "jpeg": False, "jpeg_quality": 0,
                              "stains": False, "skew": abs(degrees) >= 0.5 and not clean,
@@ -31,10 +32,13 @@ def compose(rng: np.random.Generator, sheet: Any, curves: list[CurveTruth], cove
     paper = np.full((sheet.height, sheet.width), 255.0) if clean else _paper(rng, sheet)
     tone = paper.copy() if hue is None else paper[..., None] * (np.ones(3) if clean else hue.paper_tint())
     if not clean:
-        grid, facts["grid"], facts["labels_in_track"] = _furniture(rng, sheet, curves[0].scale, shear)
+        lines, facts["grid"], facts["labels_in_track"] = _furniture(rng, sheet, curves[0].scale, shear)
         level = rng.uniform(40, 130)
         grid_ink = hue.grid_ink(level) if hue else level
-        tone = tone * (1 - _channels(grid, colour)) + grid_ink * _channels(grid, colour)
+        if grid:
+            tone = tone * (1 - _channels(lines, colour)) + grid_ink * _channels(lines, colour)
+        else:
+            facts.update(grid="none", labels_in_track=False)
     for k, (curve, cover) in enumerate(zip(curves, coverages, strict=True)):
         ink = np.array(inks[k], np.float64) if inks is not None else curve.ink
         tone = tone * (1 - _channels(cover, colour)) + ink * _channels(cover, colour)

@@ -182,9 +182,11 @@ def _luma(rgb: tuple[int, int, int]) -> int:
     return round((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2]) / 1000)
 
 
-def render(seed: int, index: int, scale: float = 0.1, clean: bool = False, colour: bool = False) -> SynthLog:
+def render(seed: int, index: int, scale: float = 0.1, clean: bool = False, colour: bool = False,
+           grid: bool = True) -> SynthLog:
     """Paper log `index` of set `seed` at `scale` (1.0: 460-660 px tall at 300 dpi), with its truth;
-    `colour`: the same log printed in colour inks and scanned in colour (see the module's docstring)."""
+    `colour`: the same log printed in colour inks and scanned in colour (see the module's docstring);
+    `grid` False: the same log printed without its grid and depth numbers."""
     if seed < 0 or index < 0 or not scale > 0:
         raise ValueError(f"seed and index must be non-negative and scale positive, got {seed}, {index}, {scale}")
     rng = np.random.default_rng([seed, index, 0x50A9E5])
@@ -211,7 +213,7 @@ def render(seed: int, index: int, scale: float = 0.1, clean: bool = False, colou
         for curve, (name, _) in zip(curves, pens, strict=True):
             curve.colour = "" if name == "black" else name
     inks = [rgb for _, rgb in pens] if pens is not None else None
-    image, facts = compose(rng, sheet, curves, coverages, (shear, skew), clean, inks, tint_rng)
+    image, facts = compose(rng, sheet, curves, coverages, (shear, skew), clean, inks, tint_rng, grid)
     rgb = None
     if image.ndim == 3:
         rgb, image = image, np.array(Image.fromarray(image).convert("L"), dtype=np.uint8)

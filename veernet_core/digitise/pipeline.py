@@ -19,6 +19,7 @@ import numpy as np
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised
 from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
+from veernet_core.digitise.grid import without_grid
 from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.predict import (
     DEFAULT_MAX_PIXELS,
@@ -87,11 +88,23 @@ def digitise_scan(scan: bytes, calibration: dict[str, Any], model: ModelSource, 
     checked = Calibration.from_dict(calibration, *image.shape)
     colour = clock("decode", load_colour, scan, options.rotate_portrait)  # inks' colours, for naming curves
     network, sha256 = clock("model", model)
-    probabilities, resampling = predict_scan(network, image, options.scan_scale, options.max_pixels,
+    resampling = resampling_for(image.shape, network.trained_scale, options.scan_scale, options.max_pixels)
+    pixels = clock("grid", readable_scan, ScanPixels(image, colour), checked, resampling)
+    probabilities, resampling = predict_scan(network, pixels.gray, options.scan_scale, options.max_pixels,
                                              options.tile_width, options.overlap, clock)
     meta = ExportMeta(sha256, model_id, options.scan_name, options.well, read_at=resampling.read_at)
-    curves, files = trace_and_export(ScanPixels(image, colour), checked, probabilities, resampling, meta, clock)
+    curves, files = trace_and_export(pixels, checked, probabilities, resampling, meta, clock, shown=image)
     return ScanResult(files, curves, probabilities, resampling, sha256)
+
+
+def readable_scan(scan: ScanPixels, calibration: Calibration, resampling: Resampling) -> ScanPixels:
+    """The scan as the model and the tracer read it: one reduced for the model (a full-resolution scan)
+    with its printed grid taken off (`grid.without_grid`, about the calibration's track); any other as it
+    is."""
+    if not resampling.resampled or resampling.model_size[0] >= resampling.scan_size[0]:
+        return scan
+    gray, colour = without_grid(scan.gray, scan.colour, calibration.track_top, calibration.track_bottom)
+    return scan if gray is scan.gray else ScanPixels(gray, colour)
 
 
 def predict_scan(model: VeerNet, image: np.ndarray, scan_scale: float | None = None,
@@ -108,11 +121,12 @@ def predict_scan(model: VeerNet, image: np.ndarray, scan_scale: float | None = N
 
 
 def trace_and_export(scan: ScanPixels, calibration: Calibration, probabilities: np.ndarray, resampling: Resampling,
-                     meta: ExportMeta, timer: StageTimer | None = None) -> tuple[Digitised, dict[str, bytes]]:
+                     meta: ExportMeta, timer: StageTimer | None = None,
+                     shown: np.ndarray | None = None) -> tuple[Digitised, dict[str, bytes]]:
     """Probabilities -> (the scan's curves, named on its pixels; the result files by name), every file on
-    the scan's own grid."""
+    the scan's own grid; the overlay drawn on `shown` (the scan as the user sent it) where given."""
     clock = timer or StageTimer()
-    image = scan.gray
+    image = scan.gray if shown is None else shown
     # zlib and Pillow encode PNGs without holding the GIL: the mask is encoded beside the (pure Python)
     # tracing and the overlay beside the text formats, on the core the forward pass no longer needs; two
     # threads, so the overlay never waits behind a mask that is still compressing.

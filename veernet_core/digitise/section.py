@@ -1,6 +1,7 @@
 """One section of a full-page scan to its result files: the page made upright as the analysis made it, each
-track cut out, turned so that depth runs along the width and digitised as a track is (`pipeline.predict_scan`
-at the model's pixel scale, then `rescale.scan_curves`: traced and named on the track's own pixels), its
+track cut out, turned so that depth runs along the width and digitised as a track is (its printed grid
+taken off where it is reduced for the model, `pipeline.readable_scan`; `pipeline.predict_scan` at the model's
+pixel scale, then `rescale.scan_curves`: traced and named on the track's own pixels), its
 depth from the section's fit; then every track's curves on one depth grid, in one JSON, CSV and LAS file,
 with a mask and an overlay of the whole section (`section_export`).
 
@@ -19,9 +20,9 @@ from PIL import Image
 from veernet_core.digitise.export import ExportMeta
 from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.layout.page import Skew, deskew, ink_threshold, paper_level, turn_clockwise
-from veernet_core.digitise.pipeline import ModelSource, ScanOptions, StageTimer, predict_scan
+from veernet_core.digitise.pipeline import ModelSource, ScanOptions, StageTimer, predict_scan, readable_scan
 from veernet_core.digitise.predict import load_colour, load_image
-from veernet_core.digitise.rescale import Resampling, scan_curves
+from veernet_core.digitise.rescale import Resampling, resampling_for, scan_curves
 from veernet_core.digitise.section_calibration import Crop, SectionCalibration
 from veernet_core.digitise.section_export import SectionDigitised, TrackRead, section_files
 from veernet_core.model import VeerNet
@@ -95,13 +96,15 @@ def read_section(page: np.ndarray, colour: np.ndarray | None, calibration: Secti
         crop = calibration.crop(j)
         gray = turned_crop(page, crop)
         track = calibration.track_calibration(j)
+        pixels = ScanPixels(gray, None if colour is None else turned_crop(colour, crop))
         if probabilities is None:
-            probs, resampling = predict_scan(network, gray, scale, options.max_pixels, options.tile_width,
+            pixels = clock("grid", readable_scan, pixels, track,
+                           resampling_for(gray.shape, network.trained_scale, scale, options.max_pixels))
+            probs, resampling = predict_scan(network, pixels.gray, scale, options.max_pixels, options.tile_width,
                                              options.overlap, clock)
         else:
             probs = probabilities[j]
             resampling = Resampling(None, scale, False, gray.shape, gray.shape)
-        pixels = ScanPixels(gray, None if colour is None else turned_crop(colour, crop))
         curves = clock("trace", scan_curves, probs, track, resampling, None, pixels)
         tracks.append(TrackRead(crop, track, curves, probs, resampling))
     return merge(tracks, calibration, page)
