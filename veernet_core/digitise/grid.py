@@ -30,14 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veernet_core.digitise.ink import MIN_DARKNESS
+from veernet_core.digitise.ink import MIN_DARKNESS, paper_gray
 
 DEPTH_SHARE = 0.8  # of the track's rows (value lines' left out) a depth line's lined-up column inks
 VALUE_SHARE = 0.5  # of the scan's width a value line's lined-up row inks
 ACROSS_SHARE = 0.5  # of the track's width a row inks to be left out of the depth lines' counts
 BLOCK = 16  # pixels along a line per block: a degree of skew moves a line 0.28 px over a block
 STEP = 1  # pixels to the side a block may be lined up off the block before it
-PAPER_COLUMNS = 31  # neighbouring columns whose median gray is the paper's (as `ink.page_of` has it)
 
 
 @dataclass(frozen=True)
@@ -75,18 +74,6 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
             out, out_colour = gray.copy(), None if colour is None else colour.copy()
         _fill(out.T, None if out_colour is None else out_colour.transpose(1, 0, 2), value, 0, lo, None)
     return out, out_colour
-
-
-def paper_gray(rows: np.ndarray) -> np.ndarray:
-    """float64 per column: the paper's gray under `rows` (a column's median, then the median over
-    PAPER_COLUMNS neighbouring columns, which a grid line's column does not move)."""
-    step = max(1, rows.shape[0] // 64)
-    columns = np.median(rows[::step].astype(np.float64), axis=0)
-    reach = min(PAPER_COLUMNS // 2, max(0, (columns.size - 1) // 2))
-    if reach == 0:
-        return columns
-    padded = np.pad(columns, reach, mode="edge")
-    return np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1), axis=1)
 
 
 def shifted(profile: np.ndarray, by: int) -> np.ndarray:

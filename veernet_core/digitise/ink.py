@@ -60,16 +60,21 @@ def page_of(scan: ScanPixels, top: float, bottom: float) -> Page:
     return page
 
 
-def _page(scan: ScanPixels, top: float, bottom: float) -> Page:
-    rows = scan.gray[max(0, int(math.floor(top))) : int(math.ceil(bottom)) + 1]
-    # A column's median is the paper's gray, except on a vertical grid line, which covers the column:
-    # the median over neighbouring columns (grid lines are a small share of them) holds there too.
+def paper_gray(rows: np.ndarray) -> np.ndarray:
+    """float64 per column: the paper's gray under `rows` (a track's rows of a gray scan). A column's median
+    is the paper's gray, except on a vertical grid line, which covers the column: the median over
+    PAPER_COLUMNS neighbouring columns (grid lines are a small share of them) holds there too."""
     step = max(1, rows.shape[0] // 64)  # 64 rows tell a column's paper
-    sample = rows[::step].astype(np.float64)
-    columns = np.median(sample, axis=0)
+    columns = np.median(rows[::step].astype(np.float64), axis=0)
     reach = PAPER_COLUMNS // 2
     padded = np.pad(columns, reach, mode="edge")
-    paper = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1), axis=1)
+    return np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1), axis=1)
+
+
+def _page(scan: ScanPixels, top: float, bottom: float) -> Page:
+    rows = scan.gray[max(0, int(math.floor(top))) : int(math.ceil(bottom)) + 1]
+    paper = paper_gray(rows)
+    step = max(1, rows.shape[0] // 64)
     # Gray levels compared with the float threshold as they are (exactly, as float64) and counted: no
     # float copy of the whole scan.
     ink_below = paper - MIN_DARKNESS
@@ -78,7 +83,7 @@ def _page(scan: ScanPixels, top: float, bottom: float) -> Page:
     tint = None
     if scan.colour is not None:  # the same rows as the paper's gray, in colour
         first = max(0, int(math.floor(top)))
-        tint = paper_tint(scan.colour[first : first + rows.shape[0] : step], sample)
+        tint = paper_tint(scan.colour[first : first + rows.shape[0] : step], rows[::step].astype(np.float64))
     return Page(paper, grid_cols, grid_rows, tint)
 
 
