@@ -65,14 +65,17 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
     out, out_colour = gray, colour
     if depth is not None:
         out, out_colour = gray.copy(), None if colour is None else colour.copy()
-        _fill(out, out_colour, depth, first, 0, below)
+        _fill(out, out_colour, depth, first, 0, below, across=False)
         ink = out <= below[None, :]
     lo, hi = max(0, first - 2), min(gray.shape[0], last + 2)  # about the track, its borders included
     value = find_lines(ink[lo:hi].T, VALUE_SHARE)
     if value is not None:
         if depth is None:
             out, out_colour = gray.copy(), None if colour is None else colour.copy()
-        _fill(out.T, None if out_colour is None else out_colour.transpose(1, 0, 2), value, 0, lo, None)
+        # Ink along a value line: darker than its column's median (over the scan's rows) by MIN_DARKNESS.
+        column_ink = np.median(out, axis=0) - MIN_DARKNESS
+        _fill(out.T, None if out_colour is None else out_colour.transpose(1, 0, 2), value, 0, lo, column_ink,
+              across=True)
     return out, out_colour
 
 
@@ -113,16 +116,19 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
 
 
 def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int, line_offset: int,
-          below: np.ndarray | None) -> None:
+          below: np.ndarray, across: bool) -> None:
     """In place: the pixels of `lines` (found on the image from row `offset` and column `line_offset`)
-    replaced block by block from the nearest columns off the lines either side (`below`: per column, the
-    gray at or under which a pixel is ink; None: each row's median less MIN_DARKNESS)."""
+    replaced, blocks of one offset at a time, from the nearest columns off the lines either side. `below`
+    is the gray at or under which a pixel is ink, per column of the scan: of `gray`'s columns, or of its
+    rows where `gray` is the scan turned (`across`: value lines)."""
     width = gray.shape[1]
     index = np.arange(width)
-    for (a, z), by in zip(lines.bounds, lines.offsets.tolist(), strict=True):
-        targets = lines.columns + by + line_offset
+    offsets = lines.offsets.tolist()
+    starts = [k for k in range(len(offsets)) if k == 0 or offsets[k] != offsets[k - 1]]
+    for k, stop in zip(starts, [*starts[1:], len(offsets)], strict=True):
+        targets = lines.columns + offsets[k] + line_offset
         targets = targets[(targets >= 0) & (targets < width)]
-        rows = np.arange(offset + a, min(offset + z, gray.shape[0]))
+        rows = np.arange(offset + lines.bounds[k][0], min(offset + lines.bounds[stop - 1][1], gray.shape[0]))
         if targets.size == 0 or rows.size == 0 or targets.size == width:
             continue
         free = np.ones(width, dtype=bool)
@@ -131,10 +137,7 @@ def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int
         right = np.minimum.accumulate(np.where(free, index, width)[::-1])[::-1][targets]
         left, right = np.where(left < 0, right, left), np.where(right >= width, left, right)
         one, two = gray[rows[:, None], left[None, :]], gray[rows[:, None], right[None, :]]
-        if below is None:
-            limit = np.median(gray[rows], axis=1, keepdims=True) - MIN_DARKNESS
-        else:
-            limit = below[targets][None, :]
+        limit = below[rows][:, None] if across else below[targets][None, :]
         first_darker = one <= two
         darker = np.where(first_darker, left[None, :], right[None, :])
         lighter = np.where(first_darker, right[None, :], left[None, :])
