@@ -60,7 +60,7 @@ from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.digitise.calibration import Calibration, CalibrationError  # noqa: E402
 from veernet_core.digitise.curves import Digitised, digitise  # noqa: E402
 from veernet_core.digitise.ink import ScanPixels  # noqa: E402
-from veernet_core.digitise.pipeline import predict_scan, readable_scan  # noqa: E402
+from veernet_core.digitise.pipeline import predict_scan, read_scan, readable_scan  # noqa: E402
 from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
 from veernet_core.digitise.rescale import resample_image, resampling_for, scan_curves  # noqa: E402
 from veernet_core.synth import generate  # noqa: E402
@@ -231,13 +231,15 @@ def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) 
             return probs, digitise(probs, calibration, scan=scan), hints_read, 0
         except CalibrationError:
             return probs, None, hints_read, 0
-    resampling = resampling_for(log.image.shape, model.trained_scale, args.scan_scale)
-    if not getattr(args, "keep_grid", False):  # as the service reads it: a reduced scan without its grid
-        scan = readable_scan(scan, calibration, resampling)
-    if args.source == "truth-reduced":  # the service's path from here on, as for the model's probabilities
-        probs = reduced_truth(log, classes, resampling.model_size)
-    else:
+    keep_grid = getattr(args, "keep_grid", False)
+    if args.source == "model" and not keep_grid:  # as the service reads it: a reduced scan without its grid
+        scan, probs, resampling = read_scan(model, scan, calibration, args.scan_scale)
+    elif args.source == "model":
         probs, resampling = predict_scan(model, scan.gray, args.scan_scale)
+    else:  # truth-reduced: the service's path from here on, as for the model's probabilities
+        resampling = resampling_for(log.image.shape, model.trained_scale, args.scan_scale)
+        scan = scan if keep_grid else readable_scan(scan, calibration, resampling)
+        probs = reduced_truth(log, classes, resampling.model_size)
     try:
         return probs, scan_curves(probs, calibration, resampling, scan=scan), hints_read, int(resampling.resampled)
     except CalibrationError:  # e.g. a multiclass model asked for more curves than it has classes

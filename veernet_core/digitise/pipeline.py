@@ -1,8 +1,9 @@
 """One scan to its result files: decode, read at the model's pixel scale, predict, trace, export.
 
 The service's segment worker and `python -m veernet_core digitise` both run `digitise_scan`; callers that
-want the curves rather than files (`bench/digitise_eval.py`) run its stages, `predict_scan` and then
-`rescale.scan_curves`. A `StageTimer` passed in gets the seconds of every stage (`bench/segment_perf.py`).
+want the curves rather than files (`bench/digitise_eval.py`) run its stages, `read_scan` (the grid taken
+off a reduced scan, then `predict_scan`'s reading) and then `rescale.scan_curves`. A `StageTimer` passed in
+gets the seconds of every stage (`bench/segment_perf.py`).
 """
 
 from __future__ import annotations
@@ -88,10 +89,8 @@ def digitise_scan(scan: bytes, calibration: dict[str, Any], model: ModelSource, 
     checked = Calibration.from_dict(calibration, *image.shape)
     colour = clock("decode", load_colour, scan, options.rotate_portrait)  # inks' colours, for naming curves
     network, sha256 = clock("model", model)
-    resampling = resampling_for(image.shape, network.trained_scale, options.scan_scale, options.max_pixels)
-    pixels = clock("grid", readable_scan, ScanPixels(image, colour), checked, resampling)
-    probabilities, resampling = predict_scan(network, pixels.gray, options.scan_scale, options.max_pixels,
-                                             options.tile_width, options.overlap, clock)
+    pixels, probabilities, resampling = read_scan(network, ScanPixels(image, colour), checked, options.scan_scale,
+                                                  options.max_pixels, options.tile_width, options.overlap, clock)
     meta = ExportMeta(sha256, model_id, options.scan_name, options.well, read_at=resampling.read_at)
     curves, files = trace_and_export(pixels, checked, probabilities, resampling, meta, clock, shown=image)
     return ScanResult(files, curves, probabilities, resampling, sha256)
@@ -101,7 +100,7 @@ def readable_scan(scan: ScanPixels, calibration: Calibration, resampling: Resamp
     """The scan as the model and the tracer read it: one reduced for the model (a full-resolution scan)
     with its printed grid taken off (`grid.without_grid`, about the calibration's track); any other as it
     is."""
-    if not resampling.resampled or resampling.model_size[0] >= resampling.scan_size[0]:
+    if not resampling.reduced:
         return scan
     gray, colour = without_grid(scan.gray, scan.colour, calibration.track_top, calibration.track_bottom)
     return scan if gray is scan.gray else ScanPixels(gray, colour)
@@ -113,11 +112,26 @@ def predict_scan(model: VeerNet, image: np.ndarray, scan_scale: float | None = N
     """uint8 (H, W) scan -> (class probabilities on the grid the model read it at, how it was resampled): at
     the model's training scale when the scan's differs (`rescale.resampling_for`; an enlargement stops at
     `max_pixels`)."""
-    clock = timer or StageTimer()
     resampling = resampling_for(image.shape, model.trained_scale, scan_scale, max_pixels)
+    return _predict_at(model, image, resampling, tile_width, overlap, timer or StageTimer()), resampling
+
+
+def read_scan(model: VeerNet, scan: ScanPixels, calibration: Calibration, scan_scale: float | None = None,
+              max_pixels: int = DEFAULT_MAX_PIXELS, tile_width: int = DEFAULT_TILE_WIDTH,
+              overlap: int = DEFAULT_OVERLAP,
+              timer: StageTimer | None = None) -> tuple[ScanPixels, np.ndarray, Resampling]:
+    """`predict_scan` on the scan as the model and the tracer read it (`readable_scan`): (that scan, the
+    class probabilities, how it was resampled)."""
+    clock = timer or StageTimer()
+    resampling = resampling_for(scan.gray.shape, model.trained_scale, scan_scale, max_pixels)
+    pixels = clock("grid", readable_scan, scan, calibration, resampling)
+    return pixels, _predict_at(model, pixels.gray, resampling, tile_width, overlap, clock), resampling
+
+
+def _predict_at(model: VeerNet, image: np.ndarray, resampling: Resampling, tile_width: int, overlap: int,
+                clock: StageTimer) -> np.ndarray:
     model_image = clock("resample", resample_image, image, resampling.model_size)
-    probabilities = clock("predict", predict_probabilities, model, model_image, tile_width, overlap)
-    return probabilities, resampling
+    return clock("predict", predict_probabilities, model, model_image, tile_width, overlap)
 
 
 def trace_and_export(scan: ScanPixels, calibration: Calibration, probabilities: np.ndarray, resampling: Resampling,

@@ -67,6 +67,12 @@ class Resampling:
         return self.model_size != self.scan_size
 
     @property
+    def reduced(self) -> bool:
+        """Whether the model reads the scan smaller than it is (a full-resolution scan): its curves are
+        then read on the scan's own pixels, and its grid taken off first (`pipeline.readable_scan`)."""
+        return self.model_size[0] < self.scan_size[0]
+
+    @property
     def read_at(self) -> str:
         """"HxW" px the model read the scan at when resampled (recorded in LAS headers), else ""."""
         return "x".join(map(str, self.model_size)) if self.resampled else ""
@@ -158,7 +164,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     ink = None
     toned: list[ColumnTrace] = []
     alone: set[int] = set()
-    if scan is not None and resampling.model_size[0] < resampling.scan_size[0]:
+    if scan is not None and resampling.reduced:
         page = page_of(scan, calibration.track_top, calibration.track_bottom)
         if len(calibration.curves) == 1:
             full = full_resolution_ink(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)

@@ -1,9 +1,9 @@
 """One section of a full-page scan to its result files: the page made upright as the analysis made it, each
-track cut out, turned so that depth runs along the width and digitised as a track is (its printed grid
-taken off where it is reduced for the model, `pipeline.readable_scan`; `pipeline.predict_scan` at the model's
-pixel scale, then `rescale.scan_curves`: traced and named on the track's own pixels), its
-depth from the section's fit; then every track's curves on one depth grid, in one JSON, CSV and LAS file,
-with a mask and an overlay of the whole section (`section_export`).
+track cut out, turned so that depth runs along the width and digitised as a track is (`pipeline.read_scan`:
+its printed grid taken off where it is reduced for the model, then read at the model's pixel scale; then
+`rescale.scan_curves`: traced and named on the track's own pixels), its depth from the section's fit; then
+every track's curves on one depth grid, in one JSON, CSV and LAS file, with a mask and an overlay of the
+whole section (`section_export`).
 
 Every track's crop spans the same rows of the page, so every track's depth grid is the same one: the
 multiples of the step within the section's rows.
@@ -20,9 +20,9 @@ from PIL import Image
 from veernet_core.digitise.export import ExportMeta
 from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.layout.page import Skew, deskew, ink_threshold, paper_level, turn_clockwise
-from veernet_core.digitise.pipeline import ModelSource, ScanOptions, StageTimer, predict_scan, readable_scan
+from veernet_core.digitise.pipeline import ModelSource, ScanOptions, StageTimer, read_scan
 from veernet_core.digitise.predict import load_colour, load_image
-from veernet_core.digitise.rescale import Resampling, resampling_for, scan_curves
+from veernet_core.digitise.rescale import Resampling, scan_curves
 from veernet_core.digitise.section_calibration import Crop, SectionCalibration
 from veernet_core.digitise.section_export import SectionDigitised, TrackRead, section_files
 from veernet_core.model import VeerNet
@@ -98,10 +98,8 @@ def read_section(page: np.ndarray, colour: np.ndarray | None, calibration: Secti
         track = calibration.track_calibration(j)
         pixels = ScanPixels(gray, None if colour is None else turned_crop(colour, crop))
         if probabilities is None:
-            pixels = clock("grid", readable_scan, pixels, track,
-                           resampling_for(gray.shape, network.trained_scale, scale, options.max_pixels))
-            probs, resampling = predict_scan(network, pixels.gray, scale, options.max_pixels, options.tile_width,
-                                             options.overlap, clock)
+            pixels, probs, resampling = read_scan(network, pixels, track, scale, options.max_pixels,
+                                                  options.tile_width, options.overlap, clock)
         else:
             probs = probabilities[j]
             resampling = Resampling(None, scale, False, gray.shape, gray.shape)
