@@ -31,14 +31,19 @@ def scored(row: Row) -> np.ndarray:
 def figures(rows: list[Row]) -> dict[str, Any] | None:
     """coverage: share of the true curve's columns (ink, style gaps, wraps) where the digitiser gives a
     value; mae_pct: mean |read - true| position; off_5pct: share of scored samples off by more than 5 %;
-    mae_pct_wrapped: the same as mae_pct on the columns drawn on a backup scale; ink_found: share of the
+    mae_pct_wrapped: the same as mae_pct on the columns drawn on a backup scale; scale_slip and
+    scale_slip_wrapped: the share of the scored samples, and of those drawn on a backup scale, read on the
+    curve's own line but on another scale (off by more than 5 % of the range, and within 5 % of it once
+    whole track widths are taken off: a wrap missed or read where there is none); ink_found: share of the
     curve's inked columns where the segmenter marked ink within a pixel of it (the model alone, before
     tracing and naming; None where no log was read on its own grid)."""
     if not rows:
         return None
-    errors = np.concatenate([np.abs(r["pred"] - r["truth"])[scored(r)] for r in rows])
-    wrapped = np.concatenate([np.abs(r["pred"] - r["truth"])[np.isfinite(r["pred"]) & r["inked"] & r["wrapped"]
-                                                              & np.isfinite(r["truth"])] for r in rows])
+    errors = np.concatenate([(r["pred"] - r["truth"])[scored(r)] for r in rows])
+    wrapped = np.concatenate([(r["pred"] - r["truth"])[np.isfinite(r["pred"]) & r["inked"] & r["wrapped"]
+                                                       & np.isfinite(r["truth"])] for r in rows])
+    slips, wrapped_slips = scale_slips(errors), scale_slips(wrapped)
+    errors, wrapped = np.abs(errors), np.abs(wrapped)
     has_value = sum(int(np.count_nonzero(r["has_value"])) for r in rows)
     covered = sum(int(np.count_nonzero(r["has_value"] & np.isfinite(r["pred"]))) for r in rows)
     found = [r["ink_found"] for r in rows if r.get("ink_found") is not None]
@@ -49,9 +54,17 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
         "mae_pct": round(100 * float(errors.mean()), 3) if errors.size else None,
         "off_5pct": round(float((errors > OFF_BY).mean()), 4) if errors.size else None,
         "mae_pct_wrapped": round(100 * float(wrapped.mean()), 3) if wrapped.size else None,
+        "scale_slip": round(float(slips.mean()), 4) if slips.size else None,
+        "scale_slip_wrapped": round(float(wrapped_slips.mean()), 4) if wrapped_slips.size else None,
         "columns_scored": int(errors.size),
         "ink_found": round(sum(int(f.sum()) for f in found) / inked_columns, 4) if inked_columns else None,
     }
+
+
+def scale_slips(differences: np.ndarray) -> np.ndarray:
+    """Per signed reading error (track widths): whether it is a whole number of track widths off, to within
+    OFF_BY, and not within OFF_BY of the truth itself: the curve's own line read on another scale."""
+    return (np.abs(differences) > OFF_BY) & (np.abs(differences - np.round(differences)) <= OFF_BY)
 
 
 def levels(row: Row) -> dict[str, str]:

@@ -60,6 +60,25 @@ def test_ink_found_is_the_share_of_inked_columns_with_ink_within_a_pixel() -> No
     assert digitise_eval.ink_found(None, row, inked) is None
 
 
+def test_a_reading_on_the_curves_line_but_another_scale_is_a_scale_slip() -> None:
+    truth = np.array([0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.2, 1.3, -0.2, 1.1])  # the last four drawn on a backup scale
+    pred = np.array([0.2, 1.32, -0.58, 0.9, 0.6, np.nan, 0.2, 1.31, 0.8, 1.6])
+    wrapped = np.arange(10) >= 6
+    row = {"truth": truth, "pred": pred, "inked": np.ones(10, dtype=bool), "wrapped": wrapped,
+           "has_value": np.ones(10, dtype=bool)}
+    figs = digitise_figures.figures([row])
+    assert figs is not None and figs["columns_scored"] == 5  # columns 0-4: drawn on the primary scale, read
+    # 1: a wrap read where there is none (1.02 off); 2: one read the other way (0.98 off); 3: 0.4 off, not a
+    # whole scale; 0 and 4 right.
+    assert figs["scale_slip"] == 0.4
+    # 6: a wrap missed (read on the primary scale); 8: a wrap past the left edge read as on-scale; 7 right;
+    # 9: half a track off.
+    assert figs["scale_slip_wrapped"] == 0.5
+    assert figs["mae_pct_wrapped"] == pytest.approx(100 * (1.0 + 0.01 + 1.0 + 0.5) / 4, abs=1e-3)
+    assert digitise_figures.scale_slips(np.array([0.0, 0.04, 0.06, 0.96, 1.0, -2.03, 0.5])).tolist() == [
+        False, False, False, True, True, True, False]
+
+
 def test_the_training_seed_is_refused_for_the_generator_only(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match="training data seed"):
         digitise_eval.main(["--renderer", "synth", "--seed", "0", "--logs", "1"])
