@@ -131,11 +131,14 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
             readable = np.isfinite(trace.u) & np.isin(trace.level, [0, *sides])
             pred = np.where(readable, trace.u, np.nan)
         identity = digitised.curves[k].identity if digitised is not None else "refused"
+        said = digitised.curves[k].warnings if digitised is not None else ()
+        warned = tuple(hint for hint in ("style", "ink") if any(w.startswith(f"declared {hint} ") for w in said))
         rows.append({"truth": truth, "pred": pred, "inked": curve.inked, "wrapped": curve.wrapped,
                      "has_value": np.isfinite(curve.values), "position": k + 1, "style": curve.style,
                      "ink_class": curve.colour or curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
                      "curves_in_log": len(log.curves), "factors": log.factors,
-                     "ink_found": ink_found(ink, curve.row, curve.inked), "identity": identity})
+                     "ink_found": ink_found(ink, curve.row, curve.inked), "identity": identity,
+                     "hint_warnings": warned})
     return rows
 
 

@@ -36,7 +36,9 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
     curve's own line but on another scale (off by more than 5 % of the range, and within 5 % of it once
     whole track widths are taken off: a wrap missed or read where there is none); ink_found: share of the
     curve's inked columns where the segmenter marked ink within a pixel of it (the model alone, before
-    tracing and naming; None where no log was read on its own grid)."""
+    tracing and naming; None where no log was read on its own grid); style_warned and ink_warned: the share of
+    curves whose result says the scan contradicts their declared style, or ink. The evaluation's hints are
+    the renderer's own, so every such warning is false: a user told to doubt a hint that is right."""
     if not rows:
         return None
     errors = np.concatenate([(r["pred"] - r["truth"])[scored(r)] for r in rows])
@@ -58,6 +60,8 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
         "scale_slip_wrapped": round(float(wrapped_slips.mean()), 4) if wrapped_slips.size else None,
         "columns_scored": int(errors.size),
         "ink_found": round(sum(int(f.sum()) for f in found) / inked_columns, 4) if inked_columns else None,
+        "style_warned": round(sum("style" in r.get("hint_warnings", ()) for r in rows) / len(rows), 4),
+        "ink_warned": round(sum("ink" in r.get("hint_warnings", ()) for r in rows) / len(rows), 4),
     }
 
 

@@ -79,6 +79,34 @@ def test_a_reading_on_the_curves_line_but_another_scale_is_a_scale_slip() -> Non
         False, False, False, True, True, True, False]
 
 
+def test_a_warning_against_a_right_hint_is_counted_as_false() -> None:
+    """The evaluation's hints are the renderer's own, so a warning that the scan contradicts one is false:
+    read off the digitiser's result per curve, and given as a share of curves."""
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.curves import digitise
+    from veernet_core.digitise.ink import ScanPixels
+    from veernet_core.synth import generate
+
+    log = generate(31337, 6, 0.1, 2)  # its first curve is drawn solid
+    assert log.curves[0].style == "solid"
+    probabilities = digitise_eval.truth_probabilities(log, 2)
+    scan = ScanPixels(log.image, log.colour)
+    right = digitise(probabilities, Calibration.from_dict(log.calibration(0), *log.image.shape), scan=scan)
+    assert digitise_eval.evaluate_log(log, right, True)[0]["hint_warnings"] == ()
+    data = log.calibration(0)
+    data["curves"][0]["style"] = "dotted"
+    wrong = digitise(probabilities, Calibration.from_dict(data, *log.image.shape), scan=scan)
+    assert digitise_eval.evaluate_log(log, wrong, True)[0]["hint_warnings"] == ("style",)
+    assert digitise_eval.evaluate_log(log, None, True)[0]["hint_warnings"] == ()  # a refused log says nothing
+
+    def row(warned: tuple[str, ...]) -> dict:
+        return {"truth": np.full(4, 0.5), "pred": np.full(4, 0.5), "inked": np.ones(4, dtype=bool),
+                "wrapped": np.zeros(4, dtype=bool), "has_value": np.ones(4, dtype=bool), "hint_warnings": warned}
+
+    figs = digitise_figures.figures([row(("style",)), row(("style", "ink")), row(()), row(())])
+    assert figs is not None and (figs["style_warned"], figs["ink_warned"]) == (0.5, 0.25)
+
+
 def test_the_training_seed_is_refused_for_the_generator_only(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match="training data seed"):
         digitise_eval.main(["--renderer", "synth", "--seed", "0", "--logs", "1"])

@@ -25,11 +25,13 @@ from veernet_core.digitise.calibration import Calibration, CurveScale
 from veernet_core.digitise.calibration_fields import INK_COLOURS
 from veernet_core.digitise.ink import (
     Look,
+    MarksReading,
     Page,
     ScanPixels,
     ink_label,
     ink_scores,
     looks_along,
+    marks_style,
     page_of,
     style_label,
     style_scores,
@@ -51,6 +53,10 @@ MIN_WARN_COLUMNS = 20  # columns a curve needs before its look is held against i
 # looks are not read 6 rows about a 1-px line, where other curves' ink is (held-out seed 7777, 30 logs at
 # full resolution, perfect probabilities: curves of distinct looks 6.3 -> 5.8 % of the range).
 STROKE_HALF_MAX = 2
+# Paper between two pieces of ink that the marks along a trace bridge, as a share of the track's height: 2 px
+# on a full-resolution track (about 500 rows), where a thin or faint stroke breaks for a pixel or two and a
+# dash's gap is 8 px or more; none on a track at the model's scale (about 50 rows), where a gap is 2-3 px.
+BRIDGE_SHARE = 0.004
 ANCHOR_TOLERANCE = 0.1  # track widths between an anchor and the named trace before it is a warning
 
 Assignment = tuple[int, ...]  # assignment[c] = the trace that calibrated curve c is read from
@@ -85,8 +91,9 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     path = kept if assigned else _best_path(evidence)
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored, bounds)
-    warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration)
-                + _unseen_colour(curve, scan) for c, curve in enumerate(calibration.curves)]
+    reading = _Reading(scan, page, near, half, round(BRIDGE_SHARE * span))
+    warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration,
+                                reading) + _unseen_colour(curve, scan) for c, curve in enumerate(calibration.curves)]
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(evidence, kept, anchored, bounds), [()] * len(traces))
@@ -288,18 +295,44 @@ def _unseen_colour(curve: CurveScale, scan: ScanPixels | None) -> tuple[str, ...
     return ()
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What `_contradictions` needs to read a named trace's marks on the scan (`ink.marks_style`)."""
+
+    scan: ScanPixels | None
+    page: Page | None
+    near: np.ndarray  # columns where traces touch: another curve's ink there is no break of this one's
+    half: int
+    bridge: int
+
+    def marks(self, trace: ColumnTrace) -> MarksReading | None:
+        if self.scan is None or self.page is None:
+            return None
+        cols = np.flatnonzero(np.isfinite(trace.row) & ~self.near)
+        return marks_style(self.scan, self.page, trace.row[cols], cols, self.half, self.bridge)
+
+
 def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTrace,
-                    calibration: Calibration) -> tuple[str, ...]:
+                    calibration: Calibration, reading: _Reading) -> tuple[str, ...]:
     """A line per hint the scan does not bear out for this curve's named trace: its stretches' looks vote,
-    by their columns, on its style and ink."""
+    by their columns, on its style and ink. A style is held against its hint only where the looks and the
+    marks along the whole trace (`ink.marks_style`) both read another style: each reading misreads its
+    own kind of curve (the looks a broken curve that moves several rows a column, the marks a solid one
+    whose steep strokes are drawn faint), and a warning against a right hint tells a user to doubt a
+    legend that is right (bench/README.md, 2026-11-27: 48 % of the independent renderer's held-out curves
+    were so warned by the looks alone)."""
     lines = []
     seen = [look for look in looks if look is not None]
     if sum(look.columns for look in seen) >= MIN_WARN_COLUMNS:
         inked = float(np.concatenate([look.inked for look in seen]).mean())
         dark = float(np.mean([look.ink_ratio for look in seen]))
+        looked = _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen, style_label)
+        marked = reading.marks(trace) if curve.style is not None and looked != curve.style else None
+        style = looked if marked is not None and marked.style != curve.style else curve.style  # both say otherwise
+        along = "" if marked is None else (f"; {marked.breaks} breaks in its ink along {marked.length:.0f} stroke "
+                                           f"widths of its path read {marked.style}")
         for name, hint, label, measured in (
-                ("style", curve.style, _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen,
-                                             style_label), f"ink in {100 * inked:.0f} % of its columns"),
+                ("style", curve.style, style, f"ink in {100 * inked:.0f} % of its columns{along}"),
                 ("ink", curve.ink, _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black")):
             unseen = name == "ink" and hint in INK_COLOURS and all(look.rgb is None for look in seen)  # a gray scan
             if hint is not None and label != hint and not unseen:

@@ -16,11 +16,30 @@ import numpy as np
 
 from veernet_core.digitise.calibration_fields import INK_COLOURS
 from veernet_core.digitise.colours import ink_line, mismatch, paper_tint
+from veernet_core.digitise.marks import marks_along
 
 MIN_DARKNESS = 18.0  # gray levels below the paper: less is scanner noise, not ink
 PAPER_COLUMNS = 31  # neighbouring columns whose median gray is the paper's
 GRID_SHARE = 0.5  # a row or column this much inked is a grid line (a curve crosses a column once)
 DARK_RATIO = 0.5  # ink darker than half the way from paper to black is "dark"; lighter is "light"
+# Breaks per stroke width of path along the marks of a trace (`marks_style`): a solid line breaks only where
+# a faint stroke fades or other ink takes the trace over, a broken style at its gaps where the trace passes
+# them. Along the service's own traces of the independent renderer's tuning logs (seed 7777, 12
+# full-resolution logs): 0.12 per 100 stroke widths for solid curves, 1.7-5.4 for broken ones. How often a
+# broken style breaks depends on its pattern's length against the pen's width, which differs from print to
+# print, so the broken styles share one rate and are told apart by their marks (MARK_ODDS).
+BREAK_RATE = {"solid": 1 / 800, "dashed": 1 / 40, "dash-dot": 1 / 40, "dotted": 1 / 40}
+DOT_PX = 4.0  # a mark at most this long (its ink pixels over the stroke's width) is a dot
+LONG_PX = 8.0  # one at least this long is a dash (or a piece of a line)
+# Odds, by style, that a mark the trace passes wholly is a dot, between, or long: a dotted curve's dots run
+# together where it folds on itself, and a solid line's breaks leave long pieces.
+MARK_ODDS = {"solid": (0.15, 0.2, 0.65), "dashed": (0.1, 0.2, 0.7), "dotted": (0.55, 0.2, 0.25),
+             "dash-dot": (0.35, 0.15, 0.5)}
+# Breaks and path are counted where the trace moves less than a stroke width from one column to the next
+# (path per column at most FLAT_STEP stroke widths): a steep stroke may be drawn faint and break where a
+# solid pen drew it (the generator's scanner blur; a recorder's pen moving fast).
+FLAT_STEP = 1.0
+MARKS_MIN_LENGTH = 100.0  # stroke widths of path a trace needs before its marks tell its style
 HUE_SCALE = 3.0  # a stroke's colour agrees with an ink fully on its line, not at all a third of the way off it
 GRAY = "gray"  # the line of the gray inks' mixes (to black), in `_hue_scores`
 
@@ -249,6 +268,46 @@ def _hue_scores(look: Look) -> dict[str, float] | None:
     rgb, paper = np.array(look.rgb), np.array(look.paper_rgb)
     return {name: _clip(1.0 - HUE_SCALE * float(mismatch(rgb, paper, ink_line(name))), -1.0, 1.0)
             for name in (*INK_COLOURS, GRAY)}
+
+
+@dataclass(frozen=True)
+class MarksReading:
+    """A trace's line style read from the marks of ink along it (`marks_style`), and what it was read from."""
+
+    style: str
+    breaks: int  # places the trace goes from one piece of ink to another
+    length: float  # its path, in stroke widths
+
+
+def marks_style(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, half: int,
+                bridge: int) -> MarksReading | None:
+    """The line style whose breaks and marks (`marks.marks_along`) are likeliest along a trace at `rows` of
+    columns `cols` (ascending): its breaks a Poisson count over its path at the style's BREAK_RATE, each mark
+    it passes wholly a dot, a long mark or between at the style's MARK_ODDS. Unlike the looks' reading column
+    by column, it holds where a curve moves several rows a column (a dash's gap then falls between two
+    columns that both hold ink). A steep stroke drawn faint would break a solid line, so breaks and path are
+    counted only where the trace moves less than FLAT_STEP stroke widths a column. None on such a path
+    shorter than MARKS_MIN_LENGTH stroke widths."""
+    if cols.size < 2:
+        return None
+    track = marks_along(scan.gray, page.paper, rows, cols, half, bridge, MIN_DARKNESS)
+    flat = track.step <= FLAT_STEP * track.width  # the path from the column before
+    where = np.flatnonzero(track.label >= 0)
+    label = track.label[where]
+    # A break: the next mark, across the trace's own columns (paper between counts, columns it lacks do not:
+    # where another curve touches it, or it was not found).
+    unbroken = np.diff(cols[where]) == np.diff(where)
+    changes = np.flatnonzero((label[1:] != label[:-1]) & flat[where[1:]] & unbroken)
+    length = float(track.step[flat].sum()) / track.width
+    if length < MARKS_MIN_LENGTH:
+        return None
+    inner = track.pixels[label[changes[:-1] + 1]] / track.width if changes.size > 1 else np.zeros(0)
+    kinds = (int(np.count_nonzero(inner <= DOT_PX)), int(np.count_nonzero(inner >= LONG_PX)))
+    counts = (kinds[0], int(inner.size) - sum(kinds), kinds[1])
+    likely = {style: changes.size * math.log(rate) - length * rate
+              + sum(n * math.log(odds) for n, odds in zip(counts, MARK_ODDS[style], strict=True))
+              for style, rate in BREAK_RATE.items()}
+    return MarksReading(max(likely, key=likely.__getitem__), int(changes.size), length)
 
 
 def style_label(look: Look) -> str:

@@ -1,0 +1,127 @@
+"""A trace's line style read from the marks of ink along it (`ink.marks_style`), on hand-drawn strokes: the
+reading that holds where a curve moves several rows a column, and its limits."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veernet_core.digitise.ink import ScanPixels, looks_along, marks_style, page_of, style_label
+from veernet_core.digitise.marks import marks_along
+
+HEIGHT, WIDTH = 160, 1200
+PAPER = 225
+
+
+def _path(zigzag: float) -> np.ndarray:
+    """Centre row per column: a slow swing, and a saw of `zigzag` rows each column up, up, down, down (a
+    noisy tool's reading drawn at full resolution)."""
+    cols = np.arange(WIDTH)
+    return 80 + 30 * np.sin(cols / 90.0) + zigzag * np.array([0.0, 1.0, 2.0, 1.0])[cols % 4]
+
+
+def _draw(rows: np.ndarray, pattern: tuple[float, float] | None, gray: int = 30, pen: float = 1.0,
+          faint_steep: int | None = None) -> np.ndarray:
+    """The polyline through (column, row) drawn with a round pen of radius `pen`, inked along its path in
+    `pattern` (ink length, gap length in pixels of path; None: solid); with `faint_steep`, the stretches
+    between two columns that move more than 3 rows drawn at that gray instead (a fast pen's light stroke)."""
+    image = np.full((HEIGHT, WIDTH), PAPER, dtype=np.uint8)
+    x0, y0 = np.arange(WIDTH - 1, dtype=np.float64), rows[:-1]
+    dy = np.diff(rows)
+    arc_start = np.concatenate([[0.0], np.cumsum(np.hypot(1.0, dy))])[:-1]
+    for i in range(WIDTH - 1):
+        length = float(np.hypot(1.0, dy[i]))
+        t = np.linspace(0.0, 1.0, int(np.ceil(length * 4)) + 1)
+        s = arc_start[i] + t * length
+        if pattern is not None:
+            t = t[(s % (pattern[0] + pattern[1])) < pattern[0]]
+        tone = faint_steep if faint_steep is not None and abs(dy[i]) > 3 else gray
+        for x, y in zip(x0[i] + t, y0[i] + t * dy[i], strict=True):
+            r0, r1 = int(np.floor(y - pen)), int(np.ceil(y + pen))
+            c0, c1 = int(np.floor(x - pen)), int(np.ceil(x + pen))
+            for r in range(max(r0, 0), min(r1, HEIGHT - 1) + 1):
+                for c in range(max(c0, 0), min(c1, WIDTH - 1) + 1):
+                    if (r - y) ** 2 + (c - x) ** 2 <= pen * pen + 0.25:
+                        image[r, c] = min(image[r, c], tone)
+    return image
+
+
+def _readings(image: np.ndarray, rows: np.ndarray, bridge: int = 0) -> tuple[str, str | None]:
+    """(the looks' style column by column over the whole trace, the marks' style)."""
+    scan = ScanPixels(image)
+    page = page_of(scan, 20.0, 140.0)
+    cols = np.arange(WIDTH)
+    look = looks_along(scan, page, rows, cols, 2, [(0, WIDTH)])[0]
+    assert look is not None
+    marked = marks_style(scan, page, rows, cols, 2, bridge)
+    return style_label(look), None if marked is None else marked.style
+
+
+def test_a_dashed_curve_that_moves_rows_a_column_reads_dashed_by_its_marks_not_by_its_columns() -> None:
+    rows = _path(4.0)
+    looked, marked = _readings(_draw(rows, (40.0, 14.0)), rows)
+    assert looked == "solid"  # every column holds ink: the gaps fall between columns on the zigzag
+    assert marked == "dashed"
+
+
+def test_the_marks_read_calm_curves_as_the_columns_do() -> None:
+    rows = _path(0.0)
+    assert _readings(_draw(rows, None), rows) == ("solid", "solid")
+    assert _readings(_draw(rows, (40.0, 14.0)), rows) == ("dashed", "dashed")
+    assert _readings(_draw(rows, (1.0, 11.0)), rows)[1] == "dotted"
+
+
+def test_a_solid_curve_whose_steep_strokes_are_faint_is_not_read_broken() -> None:
+    rows = 80 + 40 * np.sin(np.arange(WIDTH) / 8.0)  # steep (5 rows a column) where it crosses the middle
+    image = _draw(rows, None, faint_steep=PAPER - 10)  # lighter than scanner noise: gone
+    scan = ScanPixels(image)
+    track = marks_along(image, page_of(scan, 20.0, 140.0).paper, rows, np.arange(WIDTH), 2, 0, 18.0)
+    assert np.count_nonzero(np.diff(track.label[track.label >= 0])) > 20  # the faint strokes break it
+    assert _readings(image, rows)[1] == "solid"  # but only where it is steep, which a solid pen may leave faint
+
+
+def test_marks_join_across_a_bridge_of_paper_and_not_across_the_trace_s_missing_columns() -> None:
+    image = np.full((HEIGHT, WIDTH), PAPER, dtype=np.uint8)
+    image[79:81, :] = 30
+    image[:, 300:302] = PAPER  # a 2-px cut (a grid line taken off a thin stroke)
+    rows = np.full(WIDTH, 80.0)
+    cols = np.arange(WIDTH)
+    paper = np.full(WIDTH, float(PAPER))
+    cut = marks_along(image, paper, rows, cols, 2, 0, 18.0)
+    assert len(set(cut.label.tolist()) - {-1}) == 2
+    bridged = marks_along(image, paper, rows, cols, 2, 2, 18.0)
+    assert len(set(bridged.label.tolist()) - {-1}) == 1
+    # Columns the trace lacks (another curve touched it there) are no break.
+    scan = ScanPixels(image)
+    away = np.concatenate([np.arange(0, 500), np.arange(540, WIDTH)])
+    marked = marks_style(scan, page_of(scan, 20.0, 140.0), rows[away], away, 2, 2)
+    assert marked is not None and marked.style == "solid" and marked.breaks == 0
+
+
+def _warnings(image: np.ndarray, style: str) -> tuple[str, ...]:
+    """The warnings of the one curve of a hand-drawn track read from a perfect mask of its ink, its legend
+    declaring `style`."""
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.curves import digitise
+
+    ink = (image < PAPER - 40).astype(np.float32)
+    calibration = Calibration.from_dict(
+        {"depth": {"top": 1000.0, "bottom": 1120.0, "unit": "m"}, "track_top": 20.0, "track_bottom": 140.0,
+         "step": 0.1, "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150, "style": style}]},
+        HEIGHT, WIDTH)
+    return digitise(np.stack([1.0 - ink, ink]), calibration, scan=ScanPixels(image)).curves[0].warnings
+
+
+def test_a_style_hint_is_held_against_the_scan_only_where_both_readings_reject_it() -> None:
+    """The looks alone would warn against the right hint of a dashed curve that moves rows a column. The
+    price: the same curve declared solid is not warned either (the looks agree with the hint)."""
+    rows = _path(4.0)
+    dashed = _draw(rows, (40.0, 14.0))
+    assert _warnings(dashed, "dashed") == ()  # the columns read it solid, its marks dashed: no warning
+    assert _warnings(dashed, "solid") == ()
+    calm = _path(0.0)
+    solid = _warnings(_draw(calm, (40.0, 14.0)), "solid")
+    assert len(solid) == 1 and "declared style solid" in solid[0] and "looks dashed" in solid[0]
+    assert "read dashed" in solid[0]  # what the marks read, in the warning
+    assert _warnings(_draw(calm, None), "solid") == ()
+    dotted = _warnings(_draw(calm, None), "dotted")  # both read the solid line solid
+    assert len(dotted) == 1 and "looks solid" in dotted[0]
