@@ -4,7 +4,7 @@ A line style is a pattern of marks along the pen's path: one unbroken mark (soli
 dashes and dots in turn. Read column by column, as ink or paper under the trace, the pattern is lost
 wherever the curve is steep: a gap of a dash is a few pixels of path, and on a curve that moves several
 rows a column it falls inside one or two columns whose rows the next dash covers (on the independent
-renderer's tuning logs, 15 of 20 dashed curves read solid that way, on their true paths). The marks keep
+renderer's tuning logs, 16 of 20 dashed curves read solid that way, on their true paths). The marks keep
 it: a gap is where the trace leaves one piece of ink for another, however few columns the gap takes.
 
 Ink is labelled in the band the trace sweeps (its rows from midway to the column before to midway to the
