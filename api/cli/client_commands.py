@@ -105,6 +105,7 @@ def submit(
     set_: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE for any config field, e.g. "
                                                    "model.transformer_heads=2 (repeatable)")] = None,
     watch_: Annotated[bool, typer.Option("--watch", help="then follow it, as `veernet watch`")] = False,
+    interval: Annotated[float, typer.Option(help="with --watch: seconds between polls")] = 1.0,
     as_json: AsJson = False, url: Url = DEFAULT_URL, key: Key = None,
 ) -> None:
     """Submit a training job: a config file and/or flags (flags win over the file)."""
@@ -119,7 +120,7 @@ def submit(
             views.out.print(f"submitted job {job['id']} ({job['status']}); follow it with: veernet watch {job['id']}",
                             markup=False, highlight=False)
         if watch_:
-            raise typer.Exit(follow(client, job["id"], 1.0))
+            raise typer.Exit(follow(client, job["id"], interval))
 
 
 def list_jobs(

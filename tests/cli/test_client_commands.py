@@ -3,6 +3,7 @@ embedded service (tests/cli/conftest.py): what a user types, what they see, what
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -54,20 +55,30 @@ def submit(cli: Cli, *args: str) -> int:
 
 @pytest.fixture(scope="module")
 def trained(cli_service: CliService, presigning: Presigning) -> dict[str, Any]:
-    """A tiny job submitted from a YAML file plus flags, and `veernet watch` followed to its end.
+    """A tiny job submitted from a YAML file plus flags with `--watch`, followed to its end, and
+    `veernet watch` on it once it has ended.
 
-    long.json, a tiny model's config with many epochs, is left for the tests that need a job that keeps going.
+    `submit --watch` follows the job from the process that submitted it: a separate `veernet watch`
+    started afterwards would, on a loaded machine, still be importing when the tiny job has finished,
+    and see none of its steps. long.json, a tiny model's config with many epochs, is left for the tests
+    that need a job that keeps going.
     """
     cli = cli_service.cli
     config = tiny_config(epochs=5)  # the flag below wins: 2 epochs
     config["data"]["scale"] = 0.08  # the file's value is kept where no flag overrides it
     path = cli.cwd / "tiny.yaml"
     path.write_text(yaml.safe_dump({"kind": "train", "config": config}))
-    job_id = submit(cli, str(path), "--epochs", "2", "--dataset-size", "24")
     long = cli.cwd / "long.json"
     long.write_text(json.dumps(tiny_config(epochs=50)))
-    watched = cli("watch", str(job_id), "--interval", "0.2", timeout_s=240)
-    return {"id": job_id, "watch": watched, "detail": as_json(cli("status", str(job_id), "--json")),
+    watched = cli("submit", str(path), "--epochs", "2", "--dataset-size", "24", "--watch", "--interval", "0.2",
+                  timeout_s=240)
+    first, _, rest = watched.stdout.partition("\n")
+    match = re.fullmatch(r"submitted job (\d+) \(queued\); follow it with: veernet watch \1", first)
+    assert match, watched.stdout
+    job_id = int(match.group(1))
+    return {"id": job_id, "watch": subprocess.CompletedProcess(watched.args, watched.returncode, rest, watched.stderr),
+            "watch_ended": cli("watch", str(job_id), "--interval", "0.2"),
+            "detail": as_json(cli("status", str(job_id), "--json")),
             "checkpoints": as_json(cli("checkpoints", str(job_id), "--json"))}
 
 
@@ -87,6 +98,8 @@ def test_submit_merges_flags_over_the_file_and_watch_follows_to_success(trained:
     total = detail["progress"]["total_steps"]
     assert lines[-1].startswith(f"job {trained['id']} succeeded: epochs done 2/2, step {total}/{total}, loss "), lines
     assert watched.stderr == ""
+    ended = trained["watch_ended"]  # watch on a job that has ended: its last line, and the exit code of success
+    assert ended.returncode == 0 and ended.stdout == lines[-1] + "\n" and ended.stderr == "", ended
 
 
 def test_piped_watch_prints_one_whole_line_per_change(trained: dict[str, Any]) -> None:
@@ -301,12 +314,32 @@ def test_cancel_a_queued_and_a_running_job_and_watch_them_end(cli_service: CliSe
 def test_submit_and_watch_a_failing_job_exits_non_zero_with_its_error(cli_service: CliService,
                                                                       trained: dict[str, Any]) -> None:
     cli = cli_service.cli
-    watched = cli("submit", str(cli.cwd / "long.json"), "--set", "data.kind=manifest", "--set",
-                  "data.manifest_url=no-such-dataset", "--watch", timeout_s=120)
+    watched = explained(cli_service, "submit", str(cli.cwd / "long.json"), "--set", "data.kind=manifest", "--set",
+                        "data.manifest_url=no-such-dataset", "--watch", timeout_s=120)
     assert watched.returncode == 3, f"{watched.stdout}\n{watched.stderr}"
     job_id = int(re.findall(r"^submitted job (\d+) ", watched.stdout)[0])
     assert watched.stdout.splitlines()[-1].startswith(f"job {job_id} failed: attempt 1, "), watched.stdout
     assert watched.stderr.startswith(f"job {job_id} failed: ") and "no-such-dataset" in watched.stderr
+
+
+def explained(service: CliService, *args: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """``veernet *args``; if it outlasts ``timeout_s``, fail with what the service was doing: the jobs,
+    every thread of the train worker's main process (Celery prints them on SIGUSR1), its log and the API's."""
+    try:
+        return service.cli(*args, timeout_s=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        jobs = service.cli("list").stdout
+        train, children = service.stack.workers[0], ""
+        if train.popen is not None and train.alive():  # its pool's children: one stuck ending a job holds the slot
+            children = subprocess.run(["ps", "-o", "pid,stat,etime,time,wchan:20,cmd", "--ppid", str(train.popen.pid)],
+                                      capture_output=True, text=True).stdout
+            train.popen.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(AssertionError):  # no dump in 10 s: the logs below still say something
+                wait_until(lambda: "MainThread" in train.output()[-20_000:], 10, "the worker's thread dump")
+        printed = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout
+        pytest.fail(f"`veernet {' '.join(args)}` still running after {timeout_s} s; it printed:\n{printed}\n"
+                    f"jobs:\n{jobs}\nthe train worker's children:\n{children}\n{train.tail(150)}\n"
+                    f"{service.stack.api.tail(40)}")
 
 
 def synthetic_scan(folder: Path) -> tuple[Path, Path, Any]:
