@@ -15,7 +15,15 @@ from tests.core.naming_testkit import Drawn, RenderedLog, render, share_on_own_c
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised, digitise
 from veernet_core.digitise.export import ExportMeta, to_json, to_las
-from veernet_core.digitise.identity import DISAGREE_SHARE, DISAGREE_U, Naming, _cheap_swap, checked_against, name_traces
+from veernet_core.digitise.identity import (
+    DISAGREE_SHARE,
+    DISAGREE_U,
+    Naming,
+    _cheap_swap,
+    _doubted,
+    checked_against,
+    name_traces,
+)
 from veernet_core.digitise.ink import MIN_DARKNESS, Look, Page, ScanPixels, looks_along, page_of
 from veernet_core.digitise.predict import load_colour
 from veernet_core.digitise.tracer import ColumnTrace
@@ -174,6 +182,39 @@ def test_an_anchor_far_from_its_curve_is_a_warning() -> None:
     anchor = {"depth": log.depth_of(col), "value": 150.0}
     result = _digitise(log, [{"ink": "dark"}, {"ink": "light", "anchors": [anchor]}])
     assert any(f"anchor 150 at depth {anchor['depth']:g}" in w for w in result.curves[1].warnings)
+    assert result.curves[1].identity == "ambiguous"  # its trace misses the point a person read: not vouched for
+
+
+def _curves(*hints: dict[str, Any]) -> Calibration:
+    return Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1010.0, "unit": "ft"}, "track_top": 5,
+                                  "track_bottom": 45, "step": 0.5,
+                                  "curves": [{"mnemonic": f"C{k}", "left": 0, "right": 100, **h}
+                                             for k, h in enumerate(hints)]}, 50, 400)
+
+
+def test_a_name_the_scan_contradicts_is_flagged_with_the_curves_it_may_have_swapped_with() -> None:
+    calibration = _curves({"style": "solid", "ink": "dark"}, {"style": "dashed", "ink": "dark"},
+                          {"style": "dotted", "ink": "light"}, {"style": "dash-dot", "ink": "dark"})
+    named = ["hinted", "hinted", "anchored", "hinted"]
+    assert _doubted(named, [(), (), (), ()], calibration) == named
+    # The trace named C1 (dashed) looks solid: C1's name is in doubt, and so is C0's, the solid curve.
+    assert _doubted(named, [(), (("style", "solid"),), (), ()], calibration) == [
+        "ambiguous", "ambiguous", "anchored", "hinted"]
+    # The trace named C0 (dark) looks light: C2, the light curve, may be the one it follows.
+    assert _doubted(named, [(("ink", "light"),), (), (), ()], calibration) == [
+        "ambiguous", "hinted", "ambiguous", "hinted"]
+    # A style no other curve declares, or a missed anchor: that curve's name alone.
+    assert _doubted(named, [(), (), (("anchor", ""),), (("style", "dotted"),)], calibration) == [
+        "hinted", "hinted", "ambiguous", "ambiguous"]
+    # C2's ink is its own in the track and reads as declared: its name stands on it, and a style read
+    # against C2, or a trace that looks like C2's style, flags nothing.
+    assert _doubted(named, [(), (), (("style", "solid"),), ()], calibration) == named
+    assert _doubted(named, [(), (("style", "dotted"),), (), ()], calibration) == [
+        "hinted", "ambiguous", "anchored", "hinted"]
+    # Unless its own trace reads another ink.
+    assert _doubted(named, [(), (), (("style", "solid"), ("ink", "dark")), ()], calibration) == [
+        "ambiguous", "ambiguous", "ambiguous", "ambiguous"]
+    assert _doubted(["single"], [(("style", "solid"),)], _curves({"style": "dashed"})) == ["single"]
 
 
 def test_a_hint_the_scan_contradicts_is_a_warning_not_an_error() -> None:

@@ -92,8 +92,10 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored, bounds)
     reading = _Reading(scan, page, near, half, round(BRIDGE_SHARE * span))
-    warnings = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration,
-                                reading) + _unseen_colour(curve, scan) for c, curve in enumerate(calibration.curves)]
+    read = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration,
+                            reading) for c, curve in enumerate(calibration.curves)]
+    warnings = [lines + _unseen_colour(curve, scan) for (lines, _), curve in zip(read, calibration.curves, strict=True)]
+    identity = _doubted(identity, [seen for _, seen in read], calibration)
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(evidence, kept, anchored, bounds), [()] * len(traces))
@@ -312,16 +314,54 @@ class _Reading:
         return marks_style(self.scan, self.page, trace.row[cols], cols, self.half, self.bridge)
 
 
+Seen = tuple[tuple[str, str], ...]  # per hint the scan contradicts: (the hint's field, what the scan shows instead)
+
+
+def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration) -> list[str]:
+    """`identity` with the names the scan contradicts flagged ambiguous: a curve whose named trace does not
+    look as its style or ink hint says, or misses one of its anchors, and every other curve whose hint is
+    what that trace looks like (a trace that looks solid under a dashed name may be the solid curve's,
+    and the solid curve's name then on the dashed one's trace). Either the names are swapped or a hint is
+    wrong, and the naming stood on the hints: it vouches for neither. A style read against its hint does
+    not flag a curve whose ink is its own in the track and reads as declared: that ink names it, and a
+    misread style (bench/README.md: style warnings are often wrong) says nothing about a swap. Without
+    this, a name swapped between two curves was flagged on neither when each curve's looks disagreed with
+    its own name but the grading of the whole log still favoured the swap (bench/README.md, 2026-11-27).
+    A curve alone in its track keeps `single`: there is nothing to swap it with."""
+    if len(identity) < 2:
+        return identity
+    curves = calibration.curves
+
+    def named_by_ink(c: int) -> bool:
+        ink = curves[c].ink
+        return (ink is not None and sum(curve.ink == ink for curve in curves) == 1
+                and all(field != "ink" for field, _ in seen[c]))
+
+    doubted = list(identity)
+    for c, contradicted in enumerate(seen):
+        for field, shown in contradicted:
+            if field == "style" and named_by_ink(c):
+                continue
+            swaps = [d for d, curve in enumerate(curves)
+                     if d != c and field in ("style", "ink") and getattr(curve, field) == shown]
+            for d in [c, *swaps]:
+                if field != "style" or not named_by_ink(d):
+                    doubted[d] = "ambiguous"
+    return doubted
+
+
 def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTrace,
-                    calibration: Calibration, reading: _Reading) -> tuple[str, ...]:
-    """A line per hint the scan does not bear out for this curve's named trace: its stretches' looks vote,
+                    calibration: Calibration, reading: _Reading) -> tuple[tuple[str, ...], Seen]:
+    """A line per hint the scan does not bear out for this curve's named trace, and per such hint its field
+    and what the scan shows instead ("anchor", "" for a missed anchor): its stretches' looks vote,
     by their columns, on its style and ink. A style is held against its hint only where the looks and the
     marks along the whole trace (`ink.marks_style`) both read another style: each reading misreads its
     own kind of curve (the looks a broken curve that moves several rows a column, the marks a solid one
     whose steep strokes are drawn faint), and a warning against a right hint tells a user to doubt a
     legend that is right (bench/README.md, 2026-11-27: 48 % of the independent renderer's held-out curves
     were so warned by the looks alone)."""
-    lines = []
+    lines: list[str] = []
+    shown: list[tuple[str, str]] = []
     seen = [look for look in looks if look is not None]
     if sum(look.columns for look in seen) >= MIN_WARN_COLUMNS:
         inked = float(np.concatenate([look.inked for look in seen]).mean())
@@ -335,8 +375,9 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
                 ("style", curve.style, style, f"ink in {100 * inked:.0f} % of its columns{along}"),
                 ("ink", curve.ink, _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black")):
             unseen = name == "ink" and hint in INK_COLOURS and all(look.rgb is None for look in seen)  # a gray scan
-            if hint is not None and label != hint and not unseen:
+            if hint is not None and label is not None and label != hint and not unseen:
                 lines.append(f"declared {name} {hint}, but the trace named {curve.mnemonic} looks {label} ({measured})")
+                shown.append((name, label))
     width = trace.u.size
     for anchor in curve.anchors:
         col = int(round(float(calibration.depth.column_of(anchor.depth))))
@@ -344,7 +385,8 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
         if off > ANCHOR_TOLERANCE:
             where = "has no trace there" if math.isinf(off) else f"passes {100 * off:.0f} % of the track away"
             lines.append(f"anchor {anchor.value:g} at depth {anchor.depth:g}: the trace named {curve.mnemonic} {where}")
-    return tuple(lines)
+            shown.append(("anchor", ""))
+    return tuple(lines), tuple(shown)
 
 
 DISAGREE_SHARE = 0.10  # of a curve's columns read by both namings: more apart than DISAGREE_U, the names differ
