@@ -23,6 +23,9 @@ from veernet_core.digitise.predict import bundled_model_path, load_model, read_c
 
 SEED = 7777
 LOGS = (4, 14)  # two-curve colour logs that read 23.4 / 26.1 % and 16.6 / 7.4 % before
+# Log 14's names are right, but swapping them over a run of 15-25 % of its columns costs less evidence than
+# AMBIGUOUS_MARGIN (identity.py): since a run of 15 % leaves names in doubt, they are flagged.
+IDENTITY = {4: "hinted", 14: "ambiguous"}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def test_curves_of_a_colour_scan_are_named_and_read_by_their_colour(model: objec
     for row in digitise_eval.evaluate_log(log, digitised, hints_read):
         error = np.abs(row["pred"] - row["truth"])[scored(row)]
         assert error.size > 0.9 * np.count_nonzero(row["inked"] & ~row["wrapped"])
-        assert row["identity"] == "hinted"
+        assert row["identity"] == IDENTITY[index]
         assert 100 * float(error.mean()) < 5.0
 
 

@@ -4,6 +4,7 @@ curves cross; the generator's ink footprint stands in for a binary model's proba
 from __future__ import annotations
 
 import io
+import math
 from typing import Any
 
 import lasio
@@ -16,6 +17,7 @@ from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised, digitise
 from veernet_core.digitise.export import ExportMeta, to_json, to_las
 from veernet_core.digitise.identity import (
+    AMBIGUOUS_SHARE,
     DISAGREE_SHARE,
     DISAGREE_U,
     Naming,
@@ -281,14 +283,18 @@ def test_a_wrap_names_alike_curves_by_their_declared_backup_scales() -> None:
     assert unnamed.identity == ["ambiguous", "ambiguous"], "both declare the backup scale: nothing tells"
 
 
-def test_a_swap_cheap_over_a_quarter_of_the_log_leaves_the_names_in_doubt() -> None:
+def test_a_swap_cheap_over_a_share_of_the_log_leaves_the_names_in_doubt() -> None:
     lengths = np.full(20, 10.0)  # 20 stretches of 10 columns
     telling = np.full(20, 3.0)  # evidence lost per stretch by swapping two curves there
     assert not _cheap_swap(telling, lengths, 200.0)
+    run = math.ceil(AMBIGUOUS_SHARE * 20)  # stretches in the shortest run that leaves names in doubt
     quiet = telling.copy()
-    quiet[8:13] = 0.0  # five stretches (a quarter of the columns) say nothing
+    quiet[8 : 8 + run] = 0.0  # that many stretches say nothing
     assert _cheap_swap(quiet, lengths, 200.0)
-    quiet[10] = 3.0  # evidence in the middle of them: no quiet run is a quarter long
+    shorter = telling.copy()
+    shorter[8 : 8 + run - 1] = 0.0  # one stretch fewer
+    assert not _cheap_swap(shorter, lengths, 200.0)
+    quiet[8 + run // 2] = 3.0  # evidence in the middle of them: no quiet run is long enough
     assert not _cheap_swap(quiet, lengths, 200.0)
     against = telling.copy()
     against[:4], against[4] = 3.0, -20.0  # one stretch's evidence is against the names: the run about it is cheap
