@@ -4,8 +4,8 @@
 
 Two full-scale synthetic scans (scale 1.0), found by size without rendering (`synth.log_size`): one
 exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall. Every request states the
-scans at the bundled model's own scale (`scan_scale` 0.1), so the model reads every pixel of them, as a
-model trained at full resolution does; told nothing, the service would bring them to the bundled model's
+scans at the bundled model's own scale (`scan_scale` 0.2, its recipe's), so the model reads every pixel of
+them, as a model trained at full resolution does; told nothing, the service would bring them to the bundled model's
 scale first (veernet_core.digitise.rescale) and the forward below would not be the work it does. For each:
 
   forward     the bundled model's bare forward over the scan's pixels, best of `repeats` after a warm-up,
@@ -140,8 +140,9 @@ def wait_ready(client: httpx.Client) -> None:
     raise SystemExit("the service did not become healthy in 120 s")
 
 
-# The bundled model's training scale: scans stated at it are read pixel for pixel (no resampling).
-READ_EVERY_PIXEL = {"scan_scale": 0.1}
+# The bundled model's training scale (its recipe's): scans stated at it are read pixel for pixel (no resampling).
+READ_EVERY_PIXEL = {"scan_scale": float(json.loads((bundled_model_path().parent / "bundled-config.json")
+                                                   .read_text())["data"]["scale"])}
 
 
 def segment(client: httpx.Client, scan: bytes, log: SynthLog, stated: dict[str, float] | None = None,

@@ -345,7 +345,7 @@ def explained(service: CliService, *args: str, timeout_s: float) -> subprocess.C
 def synthetic_scan(folder: Path) -> tuple[Path, Path, Any]:
     """A one-curve synthetic log as a PNG scan, and its calibration as a YAML file."""
     # One curve: two curves drawn alike still swap identity at crossings (issue 5's open accuracy work).
-    log = next(g for g in (generate(seed=90_210, index=i, scale=0.12, classes=3) for i in range(50))
+    log = next(g for g in (generate(seed=90_210, index=i, scale=0.22, classes=3) for i in range(50))
                if len(g.curves) == 1 and g.curves[0].style == "solid")
     buffer = io.BytesIO()
     Image.fromarray(log.image).save(buffer, format="PNG")
@@ -359,14 +359,14 @@ def test_segment_a_scan_into_las_and_csv(cli_service: CliService) -> None:
     cli = cli_service.cli
     scan, calibration, log = synthetic_scan(cli.cwd)
     result = cli("segment", str(scan), "--calibration", str(calibration), "--well", "SYNTH-CLI", "-o", "log.las",
-                 "-o", "log.csv", "-o", "log.json", "--scan-scale", "0.12", timeout_s=240)
+                 "-o", "log.csv", "-o", "log.json", "--scan-scale", "0.22", timeout_s=240)
     said = ok(result).splitlines()
     for line, name in zip(said, ["las", "csv", "json"], strict=True):
         assert re.fullmatch(rf"wrote log\.{name} \({name.upper()}, \d+ bytes\) from segment job \d+", line), said
     result_json = json.loads((cli.cwd / "log.json").read_text())
     assert [curve["mnemonic"] for curve in result_json["curves"]] == [c.scale.mnemonic for c in log.curves]
-    inference = result_json["inference"]  # the stated scale reached the worker: near the model's 0.1, read as it is
-    assert inference["scan_scale"] == 0.12 and not inference["scan_scale_estimated"] and not inference["resampled"]
+    inference = result_json["inference"]  # the stated scale reached the worker: near the model's 0.2, read as it is
+    assert inference["scan_scale"] == 0.22 and not inference["scan_scale_estimated"] and not inference["resampled"]
 
     las = lasio.read(str(cli.cwd / "log.las"))
     truth = log.curves[0]

@@ -65,10 +65,9 @@ def test_the_synthetic_example_is_its_scan_and_digitises_with_named_curves() -> 
     result = digitise_scan((EXAMPLES / "scan-synthetic.png").read_bytes(), calibration, _bundled, "bundled")
     curves = result.curves.curves
     assert [c.mnemonic for c in curves] == [c.mnemonic for c in log.curves]
-    # NPHI's dashes read as dots on this small scan (style warnings are still often wrong: README), and a
-    # name the scan contradicts is flagged ambiguous; its values are as right as CALI's.
-    assert [c.identity for c in curves] == ["ambiguous", "hinted"]
-    assert len(curves[0].warnings) == 1 and "declared style dashed" in curves[0].warnings[0], curves[0].warnings
+    # Each named by its hints, and neither contradicted by what the scan shows.
+    assert [c.identity for c in curves] == ["hinted", "hinted"]
+    assert [c.warnings for c in curves] == [(), ()]
     width = log.image.shape[1]
     columns = np.rint(result.curves.calibration.depth.column_of(result.curves.depth)).astype(int).clip(0, width - 1)
     for k, curve in enumerate(curves):

@@ -23,7 +23,8 @@ def _bundled() -> tuple[VeerNet, str]:
 
 
 def _png(log_seed: int, index: int) -> tuple[bytes, dict[str, object]]:
-    log = generate(log_seed, index, scale=0.1)
+    """A log drawn at the bundled model's own scale, as PNG bytes, and its calibration."""
+    log = generate(log_seed, index, scale=_bundled()[0].trained_scale or 1.0)
     buffer = io.BytesIO()
     Image.fromarray(log.image).save(buffer, format="PNG")
     return buffer.getvalue(), log.calibration()
@@ -46,7 +47,7 @@ def test_the_pixel_limit_caps_an_enlargement_for_the_model() -> None:
     scan, calibration = _png(HELD_OUT_SEED, 1)
     height, width = Image.open(io.BytesIO(scan)).size[::-1]
 
-    def finer_model() -> tuple[VeerNet, str]:  # trained at full resolution: a scale-0.1 scan wants 8x enlarging
+    def finer_model() -> tuple[VeerNet, str]:  # trained at full resolution: this scan wants 5x enlarging
         model, sha256 = _bundled()
         model.trained_scale = 1.0
         return model, sha256

@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from veernet_core.checkpoint import CheckpointError, serialize
+from veernet_core.checkpoint import CheckpointError, deserialize, serialize
 from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import GRID, to_input
 from veernet_core.digitise.curves import channel_plan
@@ -114,6 +114,9 @@ def test_the_bundled_model_loads_and_matches_its_readme() -> None:
     model, config = load_model(path)
     recipe = json.loads((path.parent / "bundled-config.json").read_text())
     assert config.num_classes == recipe["model"]["num_classes"] and not model.training
+    trained_with = deserialize(data)["train_config"]
+    assert TrainConfig.from_dict(recipe).to_dict() == trained_with, "bundled-config.json is what it was trained with"
+    assert model.trained_scale == recipe["data"]["scale"]
     readme = (path.parent / "README.md").read_text()
     assert sha256 in readme, "assets/README.md must state the bundled checkpoint's sha256"
     assert len(data) < 5_000_000

@@ -37,6 +37,8 @@ class FaultyLink:
 
     CHUNK = 64 * 1024
     REQUEST_LINE = re.compile(rb"(PUT|POST) (/\S+) HTTP/1\.[01]\r\n")
+    # A final (not 100 Continue) status line, also where it arrives in one read behind a 100 Continue.
+    FINAL_STATUS = re.compile(rb"(?:^|\r\n)HTTP/1\.[01] (?!100 )\d{3} ")
 
     def __init__(self, upstream_port: int) -> None:
         self.upstream = ("127.0.0.1", upstream_port)
@@ -129,7 +131,7 @@ class FaultyLink:
                     self._note_request(data, exchange)
                     self._send(dst, data)
                 else:
-                    if data.startswith(b"HTTP/1.") and data[9:12] != b"100" and exchange.current:
+                    if exchange.current and self.FINAL_STATUS.search(data):
                         exchange.current.answered = True
                     dst.sendall(data)
         except OSError:

@@ -27,7 +27,7 @@ def _png(pixels: np.ndarray) -> bytes:
 def test_a_synthetic_scan_is_digitised_into_every_format(client: Any, service: Settings) -> None:
     # One curve: two curves drawn alike still swap identity at crossings (issue 5), which this
     # pipeline test is not about.
-    log = next(g for g in (generate(seed=90_210, index=i, scale=0.12, classes=3) for i in range(50))
+    log = next(g for g in (generate(seed=90_210, index=i, scale=0.22, classes=3) for i in range(50))
                if len(g.curves) == 1 and g.curves[0].style == "solid")
     options = {"calibration": log.calibration(), "well": "SYNTH-1"}
     response = client.post("/segment", files={"file": ("log.png", _png(log.image), "image/png")},
@@ -74,7 +74,7 @@ def _track_error(log: SynthLog, k: int, depths: np.ndarray, values: np.ndarray) 
 
 
 def test_a_full_resolution_scan_is_read_at_the_bundled_model_scale(client: Any, service: Settings) -> None:
-    # A scan of the design's full resolution (480-640 px tall) given to the bundled model, trained at scale 0.1:
+    # A scan of the design's full resolution (480-640 px tall) given to the bundled model, trained at scale 0.2:
     # the service reads it at the model's scale and gives every output on the scan's own grid and depths.
     # One solid curve on a plain page: this test is about the resampling path; how styles and scan defects
     # (stains, 1-bit, JPEG, low resolution) read is bench/digitise_eval.py's to measure, per factor.
@@ -91,9 +91,9 @@ def test_a_full_resolution_scan_is_read_at_the_bundled_model_scale(client: Any, 
 
     result = client.get(f"/jobs/{job_id}/result").json()
     inference = result["inference"]
-    assert inference["resampled"] and inference["model_scale"] == 0.1 and inference["scan_scale_estimated"]
+    assert inference["resampled"] and inference["model_scale"] == 0.2 and inference["scan_scale_estimated"]
     assert inference["scan_size"] == [height, width]
-    assert inference["model_size"] == [70, round(width * 70 / height)], "scale: height / 560 px; read at 1.25 x 0.1"
+    assert inference["model_size"] == [140, round(width * 140 / height)], "scale: height / 560 px; read at 1.25 x 0.2"
     las = lasio.read(client.get(f"/jobs/{job_id}/result.las").text)
     assert las.params["READAT"].value == "x".join(map(str, inference["model_size"]))
     for name in ("mask.png", "overlay.png"):
