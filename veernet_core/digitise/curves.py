@@ -79,11 +79,14 @@ def digitise(probabilities: np.ndarray, calibration: Calibration, options: Trace
     return calibrate(naming, calibration, (height, width))
 
 
-# The joint tracer's costs are per pixel, set on tracks of 40-64 rows (the bundled model's scale). On taller
-# tracks (probabilities at a full-resolution crop's own scale) the column tracer and the naming step read
-# better: bench/page_segment_eval.py --source truth (20 held-out pages), curves sharing a track of two or
-# three, mean error 1.5 and 5.0 % of the range against 12.1 and 13.6 % with the joint tracer.
-JOINT_MAX_TRACK_ROWS = 128
+# The joint tracer's costs are per pixel, set on tracks of 40-64 rows (the scale-0.1 model's). The bundled
+# model reads at scale 0.2, where a track reduced from a full-resolution scan or page is 100-160 rows: up to
+# 192 the joint tracer still reads them best (bench/page_segment_eval.py, tuning seed 6160, 20 pages: 6.7 %
+# mean error and coverage 0.999 against 8.8 % and 0.976 with the limit at 128). On far taller tracks
+# (probabilities at a full-resolution crop's own scale) the column tracer and the naming step read better:
+# bench/page_segment_eval.py --source truth (20 held-out pages), curves sharing a track of two or three,
+# mean error 1.5 and 5.0 % of the range against 12.1 and 13.6 % with the joint tracer.
+JOINT_MAX_TRACK_ROWS = 192
 
 
 def joint_scale(calibration: Calibration) -> bool:
