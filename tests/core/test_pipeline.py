@@ -24,7 +24,9 @@ def _bundled() -> tuple[VeerNet, str]:
 
 def _png(log_seed: int, index: int) -> tuple[bytes, dict[str, object]]:
     """A log drawn at the bundled model's own scale, as PNG bytes, and its calibration."""
-    log = generate(log_seed, index, scale=_bundled()[0].trained_scale or 1.0)
+    scale = _bundled()[0].trained_scale
+    assert scale is not None, "the bundled model records the scale it was trained at"
+    log = generate(log_seed, index, scale=scale)
     buffer = io.BytesIO()
     Image.fromarray(log.image).save(buffer, format="PNG")
     return buffer.getvalue(), log.calibration()
