@@ -6,6 +6,8 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 KEEP ?=
+# The suite's processes: most tests wait on processes and services as much as they compute.
+TEST_WORKERS ?= 2
 
 .PHONY: run test up install lint bench constraints clean
 
@@ -30,7 +32,10 @@ up: $(STAMP)  ## the same processes against the stack named by DATABASE_URL, BRO
 test: $(STAMP)  ## install, start the services the tests need if they are down, run every test
 	./scripts/ensure-tesseract
 	./scripts/ensure-services postgres redis chromium
-	$(VENV)/bin/pytest -q
+	# In TEST_WORKERS processes (pytest-xdist), a file's tests in one; then, alone and in one process, the
+	# tests marked `serial` (pyproject.toml).
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+	$(VENV)/bin/pytest -q -m serial
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -18,6 +18,16 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
 RESTART_DELAY_S = 5.0  # a crashed worker comes back after this; its job is recovered by lease anyway
+# A stop (SIGTERM, or Ctrl-C's SIGINT) reaches the children from the supervisor this long after it reached the
+# supervisor, and only those still running. A terminal's Ctrl-C (or a `kill` of the process group) has already
+# signalled them all at once, and a second signal landing inside a Celery worker's shutdown handler deadlocks it
+# (celery.utils.dispatch.signal takes a lock the interrupted handler holds): it would never exit. Their own
+# handlers take milliseconds; a stop sent to the supervisor alone (`docker stop`) is this much later.
+FORWARD_DELAY_S = 1.0
+# A child still running this long after the stop is killed, so that a stop always ends. A training worker
+# checkpoints and releases its job well within it; one killed anyway leaves its lease to run out and the
+# reaper to hand the job on, from its last checkpoint. Within docker-compose.yml's stop_grace_period.
+STOP_GRACE_S = 100.0
 SEGMENT_TASKS_PER_CHILD = 1000  # a fresh process now and then bounds any slow leak
 
 
@@ -79,19 +89,22 @@ def celery_node(child: Managed) -> str:
     return str(host_format(child.argv[child.argv.index("--hostname") + 1]))
 
 
-def supervise(children: list[Managed], poll_s: float = 0.5) -> int:
-    """Run until SIGTERM/SIGINT; then forward it to every child and wait for them to finish.
+def supervise(children: list[Managed], poll_s: float = 0.5, forward_delay_s: float = FORWARD_DELAY_S,
+              grace_s: float = STOP_GRACE_S) -> int:
+    """Run until SIGTERM/SIGINT; then pass SIGTERM on to every child still running `forward_delay_s` later and
+    wait for them to finish, killing any still running `grace_s` after the stop. A second stop kills them at once.
 
-    Children forward SIGTERM to their training process, which checkpoints and releases its job.
+    Children pass SIGTERM on to their training process, which checkpoints and releases its job.
     """
-    stopping = False
+    stopped_at: float | None = None
+    stops = 0
+    forwarded = False
 
-    def stop(signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-        for child in children:
-            if child.process and child.process.poll() is None:
-                child.process.send_signal(signum)
+    def stop(_signum: int, _frame: object) -> None:  # flags only: the loop below acts (and logs) on them
+        nonlocal stopped_at, stops
+        stops += 1
+        if stopped_at is None:
+            stopped_at = time.monotonic()
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -99,14 +112,34 @@ def supervise(children: list[Managed], poll_s: float = 0.5) -> int:
             child.start()
         while True:
             alive = [c for c in children if c.process and c.process.poll() is None]
-            if stopping and not alive:
-                return 0
-            if not stopping:
+            if stopped_at is None:
                 _restart_dead(children)
-            time.sleep(poll_s)
+                time.sleep(poll_s)
+                continue
+            if not alive:
+                return 0
+            since = time.monotonic() - stopped_at
+            if not forwarded and since >= forward_delay_s:
+                forwarded = True
+                log.info("stopping %s", ", ".join(c.name for c in alive))
+                for child in alive:
+                    if child.process and child.process.poll() is None:
+                        child.process.send_signal(signal.SIGTERM)
+            if stops > 1:
+                _kill(alive, "stopped a second time")
+            elif since >= grace_s:
+                _kill(alive, f"still running {grace_s:.0f} s after the stop")
+            time.sleep(min(poll_s, 0.05))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _kill(children: list[Managed], why: str) -> None:
+    for child in children:
+        if child.process and child.process.poll() is None:
+            log.warning("killing %s (pid %s): %s", child.name, child.process.pid, why)
+            child.process.kill()
 
 
 def _restart_dead(children: list[Managed]) -> None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The e2e helpers, reused: `e2e_stack.redis_db` gives a test a Redis db no concurrent test session uses.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+
 from api_testkit import SMALL_CONFIG, take_messages
 
 from api import jobs

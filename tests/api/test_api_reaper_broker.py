@@ -9,8 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import redis
 from api_testkit import SMALL_CONFIG, take_messages
+from e2e_stack import redis_db
 from kombu import Connection
 
 from api import jobs
@@ -20,7 +20,12 @@ from api.queue import jobs_in_broker, send_job_id
 from api.reaper import EXPIRY_MARGIN_S, next_pass_s, reap_once
 from api.settings import Settings
 
-REDIS_DB = 13  # a database of its own on the machine's Redis, emptied around each test
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A db of the machine's Redis that no concurrent test session uses, flushed before and after."""
+    with redis_db() as url:
+        yield url
 
 
 @pytest.fixture(params=["embedded", "redis"])
@@ -29,12 +34,9 @@ def broker(request: pytest.FixtureRequest, service: Settings, reconfigure: Calla
     if request.param == "embedded":
         yield service.broker_url
         return
-    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
+    url = str(request.getfixturevalue("redis_url"))
     reconfigure(BROKER_URL=url)
     yield url
-    client.flushdb()
 
 
 def queued_job(age_s: float) -> int:
@@ -74,9 +76,8 @@ def test_a_job_waiting_for_a_free_worker_is_not_sent_again_and_a_lost_one_is(bro
 
 
 def test_a_message_a_worker_took_but_has_not_acknowledged_counts_on_redis_until_it_should_have_claimed(
-        service: Settings, reconfigure: Any) -> None:
-    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    redis.Redis.from_url(url).flushdb()
+        service: Settings, reconfigure: Any, redis_url: str) -> None:
+    url = redis_url
     resend_s = 2.0  # the reaper below runs well within it, even on a loaded machine
     reconfigure(BROKER_URL=url, QUEUED_RESEND_SECONDS=resend_s)
     job_id = queued_job(age_s=600)
@@ -96,7 +97,6 @@ def test_a_message_a_worker_took_but_has_not_acknowledged_counts_on_redis_until_
         assert take_all(url, "train") == [job_id], "sent again: another worker takes it"
         channel.basic_ack(message.delivery_tag)  # the frozen worker wakes; its claim would be refused
     assert jobs_in_broker("train") == set()
-    redis.Redis.from_url(url).flushdb()
 
 
 def test_an_unreadable_broker_falls_back_to_sending_again(service: Settings, reconfigure: Any,

@@ -17,6 +17,9 @@ from schemathesis.core.result import Ok
 from api.main import app
 from api.settings import Settings
 
+# One process: under pytest-xdist with two or more workers, schemathesis's items collect as one test of one
+# operation, and test_figures below needs every operation's answers in its own process.
+pytestmark = pytest.mark.serial
 MAX_EXAMPLES = 50  # per operation: well under a minute for the whole schema
 # A schema-valid submission may still be refused with 422 for what no JSON schema says: POST /jobs and /plan for
 # rules across config fields (model.num_classes = data.classes, ...) or a device nothing knows, POST /segment

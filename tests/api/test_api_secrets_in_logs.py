@@ -12,7 +12,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,6 +20,7 @@ import httpx
 import pytest
 from api_testkit import SMALL_CONFIG
 from auth_testkit import bearer, cli_env, free_port, make_key, new_admin_key, wait_live
+from e2e_stack import redis_db
 from fastapi.testclient import TestClient
 
 from api.settings import Settings, get_settings
@@ -143,10 +144,18 @@ def test_veernet_migrate_keys_and_api_start_up_log_no_secret(secret_env: dict[st
     assert_no_secret(everything, admin, tenant_key, admin + "x")
 
 
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A db of the machine's Redis that no concurrent test session uses (the stack below takes its messages)."""
+    with redis_db() as url:
+        yield url
+
+
 def test_veernet_up_and_a_failed_database_connection_log_no_secret(secret_env: dict[str, str], tmp_path: Path,
-                                                                  closed_port: int) -> None:
+                                                                  closed_port: int, redis_url: str) -> None:
     admin = secret_env["VEERNET_ADMIN_KEY"]
-    env = {**secret_env, "BROKER_URL": f"redis://:{BROKER_PASSWORD}@127.0.0.1:6379/14"}  # Redis has no password
+    broker = redis_url.replace("redis://", f"redis://:{BROKER_PASSWORD}@", 1)  # Redis has no password: ignored
+    env = {**secret_env, "BROKER_URL": broker}
     port, log = free_port(), tmp_path / "up.log"
     with log.open("w") as out:
         stack = subprocess.Popen([sys.executable, "-m", "api.cli", "up", "--port", str(port), "--loglevel", "DEBUG"],

@@ -73,7 +73,8 @@ def trained(cli_service: CliService, presigning: Presigning) -> dict[str, Any]:
     watched = cli("submit", str(path), "--epochs", "2", "--dataset-size", "24", "--watch", "--interval", "0.2",
                   timeout_s=240)
     first, _, rest = watched.stdout.partition("\n")
-    match = re.fullmatch(r"submitted job (\d+) \(queued\); follow it with: veernet watch \1", first)
+    # The status POST /jobs answered with: an idle worker may have claimed the job already.
+    match = re.fullmatch(r"submitted job (\d+) \((queued|running)\); follow it with: veernet watch \1", first)
     assert match, watched.stdout
     job_id = int(match.group(1))
     return {"id": job_id, "watch": subprocess.CompletedProcess(watched.args, watched.returncode, rest, watched.stderr),

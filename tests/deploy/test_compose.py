@@ -28,7 +28,7 @@ from deploy_files import (
 
 from api.cli.gpus import parse_gpus
 from api.cli.ping import PING_TIMEOUT_S
-from api.cli.processes import worker_processes
+from api.cli.processes import FORWARD_DELAY_S, STOP_GRACE_S, worker_processes
 from api.settings import Settings
 from worker.celery_app import celery_config
 
@@ -109,6 +109,8 @@ def test_one_training_service_reserves_every_gpu_and_runs_a_worker_per_gpu_found
     options = workers()[name]
     assert (options["gpus"], options["queue"]) == ("all", "train")
     assert seconds(services()[name]["stop_grace_period"]) >= MIN_CHECKPOINT_GRACE_S
+    # `veernet worker` kills a process that outlives its own grace, and says which, before Docker kills them all.
+    assert seconds(services()[name]["stop_grace_period"]) > STOP_GRACE_S + FORWARD_DELAY_S
     assert "shm_size" in services()[name], "DataLoader workers need more than Docker's 64 MB of /dev/shm"
 
 

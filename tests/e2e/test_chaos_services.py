@@ -142,6 +142,7 @@ def _postmaster_started(url: str) -> object:
         return session.execute(text("SELECT pg_postmaster_start_time()")).scalar_one()
 
 
+@pytest.mark.serial  # every other test's database goes down with it
 def test_postgres_restarted_mid_run_the_worker_retries_and_the_job_finishes(stack: Stack) -> None:
     """Postgres goes down while a checkpoint uploads and comes back just after: the commit is retried."""
     assert stack.link is not None
