@@ -75,30 +75,48 @@ def digitise(probabilities: np.ndarray, calibration: Calibration, options: Trace
     classes, height, width = probabilities.shape
     calibration.check(height, width)
     traces = trace_channels(probabilities, calibration, options, scan)
-    naming = name_traces(traces, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
+    naming = name_traces(traces, calibration, scan,
+                         assigned=assigned_by_tracer(probabilities.shape[0], calibration, options))
     return calibrate(naming, calibration, (height, width))
 
 
-# The joint tracer's costs are per pixel, set on tracks of 40-64 rows (the scale-0.1 model's). The bundled
-# model reads at scale 0.2, where a track reduced from a full-resolution scan or page is 100-160 rows: up to
-# 192 the joint tracer still reads them best (bench/page_segment_eval.py, tuning seed 6160, 20 pages: 6.7 %
-# mean error and coverage 0.999 against 8.8 % and 0.976 with the limit at 128). On far taller tracks
-# (probabilities at a full-resolution crop's own scale) the column tracer and the naming step read better:
-# bench/page_segment_eval.py --source truth (20 held-out pages), curves sharing a track of two or three,
-# mean error 1.5 and 5.0 % of the range against 12.1 and 13.6 % with the joint tracer.
-JOINT_MAX_TRACK_ROWS = 192
+# The joint tracer's costs are per pixel, set on tracks of 40-64 rows (the scale-0.1 model's). On a model's
+# grid it reads a track's curves better than the column tracer on every scale measured: with perfect
+# probabilities on the grid of a model at 0.2, 0.3, 0.4 and 0.5 (bench/digitise_eval.py --source
+# truth-reduced, the independent renderer's full-resolution logs, tuning seed 7777) 10.8, 11.1, 10.2 and
+# 9.9 % mean error. Limited to 192 rows, the column tracer took the 0.4 grid's taller tracks: 11.1 %,
+# coverage 0.968 against 0.986, 5 curves named wrong without a flag against none. So on a model's grid
+# the limit follows the model's scale (`joint_max_rows`), up to the finest scale measured. On far taller
+# tracks (probabilities at a full-resolution crop's own scale) the column tracer and the naming step read
+# better: bench/page_segment_eval.py --source truth (20 held-out pages), curves sharing a track of two or
+# three, mean error 1.5 and 5.0 % of the range against 12.1 and 13.6 % with the joint tracer; there the
+# limit stays at JOINT_MAX_TRACK_ROWS.
+JOINT_MAX_TRACK_ROWS = DEFAULT_TRACE.joint_max_rows  # 192: a reduced track of the bundled model (scale 0.2)
+JOINT_MAX_SCALE = 0.5  # the finest model scale the joint tracer was measured at
+TALLEST_TRACK_ROWS = 640  # a track of a full-resolution scan is at most this tall (scans are 480-640 px)
+# A page's track is brought to within 1.25x of the model's scale (`section`): headroom above that.
+JOINT_HEADROOM = 1.5
 
 
-def joint_scale(calibration: Calibration) -> bool:
-    """Whether the track is at the scale the joint tracer is made for (see JOINT_MAX_TRACK_ROWS)."""
-    return calibration.track_bottom - calibration.track_top <= JOINT_MAX_TRACK_ROWS
+def joint_max_rows(model_scale: float | None) -> int:
+    """The tallest track traced jointly on the grid of a model trained at `model_scale`: every track a
+    scan brought to that scale can have (JOINT_MAX_TRACK_ROWS where the scale is unknown or small)."""
+    if model_scale is None:
+        return JOINT_MAX_TRACK_ROWS
+    reach = JOINT_HEADROOM * TALLEST_TRACK_ROWS * min(model_scale, JOINT_MAX_SCALE)
+    return max(JOINT_MAX_TRACK_ROWS, math.ceil(reach - 1e-9))
 
 
-def assigned_by_tracer(num_classes: int, calibration: Calibration) -> bool:
+def joint_scale(calibration: Calibration, options: TraceOptions = DEFAULT_TRACE) -> bool:
+    """Whether the track is at the scale the joint tracer is made for (`TraceOptions.joint_max_rows`)."""
+    return calibration.track_bottom - calibration.track_top <= options.joint_max_rows
+
+
+def assigned_by_tracer(num_classes: int, calibration: Calibration, options: TraceOptions = DEFAULT_TRACE) -> bool:
     """Whether `trace_channels` already named the traces: several curves in one channel are traced each
     as its calibrated curve (`joint.trace_joint`); a channel per curve names them by its order."""
     return (num_classes == 2 and len(calibration.curves) > 1 and hints_differ(calibration)
-            and joint_scale(calibration))
+            and joint_scale(calibration, options))
 
 
 def hints_differ(calibration: Calibration) -> bool:
@@ -116,9 +134,9 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
     grid) lending them their ink's tone. One curve alone in a binary channel is traced so too where it
     declares a backup scale (the joint tracer's levels change only through the edges); with none declared,
     the column tracer follows it past any edge, so that an undeclared wrap is read where drawn and flagged.
-    A track taller than JOINT_MAX_TRACK_ROWS is read by the column tracer, its traces named afterwards."""
+    A track taller than `options.joint_max_rows` is read by the column tracer, its traces named afterwards."""
     traces: list[ColumnTrace | None] = [None] * len(calibration.curves)
-    joint = joint_scale(calibration)
+    joint = joint_scale(calibration, options)
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
         if joint and (len(members) > 1
                       or (probabilities.shape[0] == 2 and calibration.curves[members[0]].wrap_levels)):

@@ -36,6 +36,7 @@ from veernet_core.digitise.curves import (
     calibrate,
     channel_plan,
     digitise,
+    joint_max_rows,
     trace_channels,
 )
 from veernet_core.digitise.identity import name_traces
@@ -158,8 +159,10 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     beside `light`, or a colour on a colour scan) is then read from its own trace on the scan's ink of that
     tone or colour (`tones.traced_by_tone`), where that trace found it; its name and verdict are the naming's.
     """
+    options = options or TraceOptions()
+    grid = on_model_grid(options, resampling)
     if not resampling.resampled:
-        return digitise(probabilities, calibration, options or TraceOptions(), scan)
+        return digitise(probabilities, calibration, grid, scan)
     calibration.check(*resampling.scan_size)
     ink = None
     toned: list[ColumnTrace] = []
@@ -168,7 +171,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         page = page_of(scan, calibration.track_top, calibration.track_bottom)
         if len(calibration.curves) == 1:
             full = full_resolution_ink(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
-            return digitise(full, calibration, options or TraceOptions(), scan)
+            return digitise(full, calibration, options, scan)  # the scan's own grid: not the model's
         ink = ink_mask(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
     # Several curves of one channel are traced with their ink's tone: the scan, on the model's grid.
@@ -176,21 +179,34 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         resample_image(scan.gray, resampling.model_size),
         None if scan.colour is None else np.stack([resample_image(np.ascontiguousarray(scan.colour[..., c]),
                                                                   resampling.model_size) for c in range(3)], axis=-1))
-    traces = trace_channels(probabilities, small, options or TraceOptions(), small_scan)
+    traces = trace_channels(probabilities, small, grid, small_scan)
     width = resampling.scan_size[1]
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
     if ink is not None:
         mapped = snapped(mapped, ink, calibration, resampling)
         if ink.shape[0] == 1 and scan is not None:  # a binary model: every curve's ink in one plane
-            toned, alone = traced_by_tone(mapped, ink[0], scan, page, calibration, options or TraceOptions())
+            toned, alone = traced_by_tone(mapped, ink[0], scan, page, calibration, options)
+    # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
     if ink is None:  # an enlarged scan, or none: named as the joint tracer named them, where it did
-        named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], calibration))
-    else:  # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
-        named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small))
+        named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], small, grid))
+    else:
+        named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small, grid))
         if alone:
             named = replace(named, traces=[filled(toned[k], trace) if k in alone else trace
                                            for k, trace in enumerate(named.traces)])
     return calibrate(named, calibration, resampling.scan_size)
+
+
+def on_model_grid(options: TraceOptions, resampling: Resampling) -> TraceOptions:
+    """The tracer's options for probabilities on the grid the model read the scan at. Where that grid is
+    at the model's scale (within RESCALE_TOLERANCE, as `resampling_for` brings every scan), its tracks are
+    traced jointly up to the height a track can have at that scale (`curves.joint_max_rows`)."""
+    if resampling.model_scale is None:
+        return options
+    grid_scale = resampling.scan_scale * resampling.model_size[0] / resampling.scan_size[0]
+    if grid_scale > RESCALE_TOLERANCE * resampling.model_scale * (1 + 1e-6):
+        return options  # read finer than the model's scale (as it is): the scan's own tracks
+    return replace(options, joint_max_rows=max(options.joint_max_rows, joint_max_rows(resampling.model_scale)))
 
 
 def snapped(traces: list[ColumnTrace], ink: np.ndarray, calibration: Calibration,

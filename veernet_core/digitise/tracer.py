@@ -39,6 +39,9 @@ class TraceOptions:
     edge_px: float = 1.5  # a wrap needs the trace's last run to reach within this of the edge it leaves by
     history: int = 4  # clean detections fitted for the slope of the linear prediction
     level_cost: float = 0.001  # per column off the primary scale (track fractions): ties go to the primary
+    # Tallest track (rows) whose curves of one channel are traced together (`joint.trace_joint`); a taller
+    # one is read by the column tracer, its traces named afterwards (`curves.joint_max_rows`).
+    joint_max_rows: int = 192
 
 
 @dataclass
