@@ -98,7 +98,7 @@ def supervise(children: list[Managed], poll_s: float = 0.5, forward_delay_s: flo
     """
     stopped_at: float | None = None
     stops = 0
-    forwarded = False
+    forwarded = killed = False
 
     def stop(_signum: int, _frame: object) -> None:  # flags only: the loop below acts (and logs) on them
         nonlocal stopped_at, stops
@@ -123,12 +123,11 @@ def supervise(children: list[Managed], poll_s: float = 0.5, forward_delay_s: flo
                 forwarded = True
                 log.info("stopping %s", ", ".join(c.name for c in alive))
                 for child in alive:
-                    if child.process and child.process.poll() is None:
-                        child.process.send_signal(signal.SIGTERM)
-            if stops > 1:
-                _kill(alive, "stopped a second time")
-            elif since >= grace_s:
-                _kill(alive, f"still running {grace_s:.0f} s after the stop")
+                    if child.process:
+                        child.process.send_signal(signal.SIGTERM)  # nothing once it has exited
+            if not killed and (stops > 1 or since >= grace_s):
+                killed = True  # once: a killed child may take a poll or two to be reaped
+                _kill(alive, "stopped a second time" if stops > 1 else f"still running {grace_s:.0f} s after the stop")
             time.sleep(min(poll_s, 0.05))
     finally:
         for sig, handler in previous.items():

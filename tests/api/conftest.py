@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
 from api_testkit import SMALL_CONFIG, take_messages
+from e2e_stack import redis_db
 
 from api import jobs
 from api.db import session_scope
@@ -45,3 +46,11 @@ def running_job(service: Settings) -> tuple[int, int]:
 @pytest.fixture
 def store(service: Settings) -> LocalStore | S3Store:
     return make_store(service)
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A db of the machine's Redis that no concurrent test session uses (`e2e_stack.redis_db`'s file locks),
+    flushed before and after: a queue no other test process takes messages from."""
+    with redis_db() as url:
+        yield url

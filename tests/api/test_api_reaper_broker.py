@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from api_testkit import SMALL_CONFIG, take_messages
-from e2e_stack import redis_db
 from kombu import Connection
 
 from api import jobs
@@ -19,13 +18,6 @@ from api.models import Job, utcnow
 from api.queue import jobs_in_broker, send_job_id
 from api.reaper import EXPIRY_MARGIN_S, next_pass_s, reap_once
 from api.settings import Settings
-
-
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """A db of the machine's Redis that no concurrent test session uses, flushed before and after."""
-    with redis_db() as url:
-        yield url
 
 
 @pytest.fixture(params=["embedded", "redis"])

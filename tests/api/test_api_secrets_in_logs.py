@@ -12,7 +12,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,7 +20,6 @@ import httpx
 import pytest
 from api_testkit import SMALL_CONFIG
 from auth_testkit import bearer, cli_env, free_port, make_key, new_admin_key, wait_live
-from e2e_stack import redis_db
 from fastapi.testclient import TestClient
 
 from api.settings import Settings, get_settings
@@ -142,13 +141,6 @@ def test_veernet_migrate_keys_and_api_start_up_log_no_secret(secret_env: dict[st
     assert "API keys required (VEERNET_ADMIN_KEY is set)" in output and "GET /jobs" in output
     everything = "\n".join([migrated.stdout, migrated.stderr, created.stderr, listed.stdout, listed.stderr, output])
     assert_no_secret(everything, admin, tenant_key, admin + "x")
-
-
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """A db of the machine's Redis that no concurrent test session uses (the stack below takes its messages)."""
-    with redis_db() as url:
-        yield url
 
 
 def test_veernet_up_and_a_failed_database_connection_log_no_secret(secret_env: dict[str, str], tmp_path: Path,

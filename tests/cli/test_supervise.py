@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from e2e_procs import pid_alive, wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
@@ -48,11 +50,9 @@ def start(tmp_path: Path, mode: str = "clean", grace_s: float = 60.0) -> tuple[s
     supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(record), mode, str(grace_s), CHILD],
                                   env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
     pid_file = Path(f"{record}.pid")
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() or not pid_file.read_text():
-        assert supervisor.poll() is None, supervisor.communicate()[1]
-        assert time.monotonic() < deadline, "the child never started"
-        time.sleep(0.05)
+    wait_until(lambda: (pid_file.exists() and pid_file.read_text()) or supervisor.poll() is not None, 60,
+               "the child to start", every_s=0.05)
+    assert supervisor.poll() is None, supervisor.communicate()[1]
     return supervisor, record, int(pid_file.read_text())
 
 
@@ -69,15 +69,6 @@ def signals(record: Path) -> list[str]:
     return record.read_text().split() if record.exists() else []
 
 
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    return state == "Z"  # exited, not yet reaped by its parent
-
-
 def test_ctrl_c_reaches_each_child_once(tmp_path: Path) -> None:
     """A terminal's Ctrl-C signals the whole foreground process group at once. Sent together, the two copies a
     child would get (the terminal's and the supervisor's) may merge into one pending signal; the one that
@@ -85,10 +76,8 @@ def test_ctrl_c_reaches_each_child_once(tmp_path: Path) -> None:
     first, and the supervisor's once the child is inside its handler."""
     supervisor, record, child = start(tmp_path)
     os.kill(child, signal.SIGINT)
-    deadline = time.monotonic() + 30
-    while signals(record) != ["SIGINT"]:
-        assert time.monotonic() < deadline, signals(record)
-        time.sleep(0.01)
+    wait_until(lambda: signals(record) == ["SIGINT"], 30, "the child to handle its SIGINT", every_s=0.01,
+               diagnose=lambda: str(signals(record)))
     supervisor.send_signal(signal.SIGINT)
     code, err = finish(supervisor, 30)
     assert code == 0, err
@@ -110,18 +99,16 @@ def test_a_child_that_does_not_stop_is_killed_after_the_grace(tmp_path: Path) ->
     code, err = finish(supervisor, 30)
     assert code == 0, err
     assert time.monotonic() - started >= 2.0, "killed before its grace ran out"
-    assert signals(record) == ["SIGTERM"] and gone(child)
+    assert signals(record) == ["SIGTERM"] and not pid_alive(child)
     assert "killing child" in err and "still running 2 s after the stop" in err, err
 
 
 def test_a_second_stop_kills_the_children_at_once(tmp_path: Path) -> None:
     supervisor, record, child = start(tmp_path, "stubborn", grace_s=600.0)
     supervisor.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while signals(record) != ["SIGTERM"]:  # passed on: the child ignores it
-        assert time.monotonic() < deadline, signals(record)
-        time.sleep(0.05)
+    wait_until(lambda: signals(record) == ["SIGTERM"], 30, "the stop passed on (the child ignores it)",
+               every_s=0.05, diagnose=lambda: str(signals(record)))
     supervisor.send_signal(signal.SIGTERM)  # the user presses Ctrl-C again
     code, err = finish(supervisor, 30)
-    assert code == 0 and gone(child), err
+    assert code == 0 and not pid_alive(child), err
     assert "killing child" in err and "stopped a second time" in err, err
