@@ -132,7 +132,10 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
             pred = np.where(readable, trace.u, np.nan)
         identity = digitised.curves[k].identity if digitised is not None else "refused"
         said = digitised.curves[k].warnings if digitised is not None else ()
-        warned = tuple(hint for hint in ("style", "ink") if any(w.startswith(f"declared {hint} ") for w in said))
+        # Warnings that the scan contradicts a hint ("declared style dashed, but the trace named GR looks
+        # solid ..."), not those that a hint went unread ("... but the scan is 1-bit ...").
+        warned = tuple(hint for hint in ("style", "ink")
+                       if any(w.startswith(f"declared {hint} ") and ", but the trace named " in w for w in said))
         rows.append({"truth": truth, "pred": pred, "inked": curve.inked, "wrapped": curve.wrapped,
                      "has_value": np.isfinite(curve.values), "position": k + 1, "style": curve.style,
                      "ink_class": curve.colour or curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,

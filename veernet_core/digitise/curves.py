@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
+from veernet_core.digitise.calibration_fields import INK_SHADES
 from veernet_core.digitise.identity import Naming, name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.joint import CurveHint, Tone, trace_joint
@@ -140,7 +141,7 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
         if joint and (len(members) > 1
                       or (probabilities.shape[0] == 2 and calibration.curves[members[0]].wrap_levels)):
-            hints = [curve_hint(calibration, i) for i in members]
+            hints = [curve_hint(calibration, i, shades=scan is None or scan.one_bit is None) for i in members]
             found = trace_joint(probabilities[channel], calibration.track_top, calibration.track_bottom, hints,
                                 tone_of(scan, calibration), options)
             for index, trace in zip(members, found, strict=True):
@@ -154,14 +155,16 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
     return [trace for trace in traces if trace is not None]
 
 
-def curve_hint(calibration: Calibration, index: int) -> CurveHint:
-    """What the tracer may use of curve `index`'s calibration: style, ink, wrap levels. Anchors are the
+def curve_hint(calibration: Calibration, index: int, shades: bool = True) -> CurveHint:
+    """What the tracer may use of curve `index`'s calibration: style, ink (a `dark` or `light` one only where
+    the scan `shades` its inks: not a 1-bit scan, whose strokes are all black), wrap levels. Anchors are the
     naming step's (`identity`): given to the tracer as costs near their columns, an anchor pulled its
     curve's path onto the anchored ink there and let it run on whichever curve was cheaper elsewhere
     (on held-out seed 7777 with two anchors per curve, 8 curves named wrong without a flag against none
     when the anchors name the traces the tracer found by their looks alone)."""
     curve = calibration.curves[index]
-    return CurveHint(curve.style, curve.ink, (0, *curve.wrap_levels))
+    ink = curve.ink if shades or curve.ink not in INK_SHADES else None
+    return CurveHint(curve.style, ink, (0, *curve.wrap_levels))
 
 
 def tone_of(scan: ScanPixels | None, calibration: Calibration) -> Tone | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CurveScale
-from veernet_core.digitise.calibration_fields import INK_COLOURS
+from veernet_core.digitise.calibration_fields import INK_COLOURS, INK_SHADES
 from veernet_core.digitise.ink import (
     Look,
     MarksReading,
@@ -87,7 +87,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         scan = None  # nothing to hold the looks against: anchors alone name the curves
     page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
     looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, near, half) for t in traces], strict=True)]
-    evidence = [_stretch_evidence(calibration.curves, row) for row in looks]
+    evidence = [_stretch_evidence(calibration.curves, row, shades=not _shades_unread(scan)) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
@@ -97,8 +97,9 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     reading = _Reading(scan, page, near, half, round(BRIDGE_SHARE * span))
     read = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration,
                             reading) for c, curve in enumerate(calibration.curves)]
-    warnings = [lines + _unseen_colour(curve, scan) for (lines, _), curve in zip(read, calibration.curves, strict=True)]
-    identity = _doubted(identity, [seen for _, seen in read], calibration)
+    warnings = [lines + _unseen_ink(curve, scan, calibration)
+                for (lines, _), curve in zip(read, calibration.curves, strict=True)]
+    identity = _doubted(identity, [seen for _, seen in read], calibration, shades=not _shades_unread(scan))
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(evidence, kept, anchored, bounds), [()] * len(traces))
@@ -150,8 +151,9 @@ def _looks(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, bound
     return looks_along(scan, page, trace.row[cols], cols, half, bounds, MIN_COLUMNS)
 
 
-def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None]) -> np.ndarray:
-    """(curves, traces): how well each trace's look in one stretch agrees with each curve's hints."""
+def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None], shades: bool = True) -> np.ndarray:
+    """(curves, traces): how well each trace's look in one stretch agrees with each curve's hints (`dark`
+    and `light` ones only where the scan `shades` its inks: not a 1-bit scan's)."""
     scores = np.zeros((len(curves), len(looks)))
     for t, look in enumerate(looks):
         if look is None:
@@ -161,7 +163,7 @@ def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None]) 
         for c, curve in enumerate(curves):
             if curve.style is not None:
                 scores[c, t] += weight * (2.0 * styles[curve.style] - 1.0)
-            if curve.ink is not None:
+            if curve.ink is not None and (shades or curve.ink not in INK_SHADES):
                 scores[c, t] += weight * inks[curve.ink]
     return scores
 
@@ -293,11 +295,23 @@ def _vote(looks: list[Look], label: Callable[[Look], str]) -> str:
     return max(votes, key=votes.__getitem__)
 
 
-def _unseen_colour(curve: CurveScale, scan: ScanPixels | None) -> tuple[str, ...]:
-    """A colour hint on a gray upload says nothing: the user should know it went unused."""
+def _unseen_ink(curve: CurveScale, scan: ScanPixels | None, calibration: Calibration) -> tuple[str, ...]:
+    """An ink hint the upload cannot bear out says nothing, and the user should know it went unused: a
+    colour on a gray scan, and a tone on a 1-bit scan in a track where light ink was to tell curves apart."""
     if scan is not None and scan.colour is None and curve.ink in INK_COLOURS:
         return (f"declared ink {curve.ink}, but the scan is gray: colour hints need a colour upload",)
+    if _shades_unread(scan) and curve.ink in INK_SHADES and any(c.ink == "light" for c in calibration.curves) \
+            and len(calibration.curves) > 1:
+        assert scan is not None
+        return (f"declared ink {curve.ink}, but the scan is 1-bit ({scan.one_bit}ed): ink tones cannot be read on "
+                "it, so they do not tell its curves apart",)
     return ()
+
+
+def _shades_unread(scan: ScanPixels | None) -> bool:
+    """Whether dark and light ink cannot be told on the scan: a 1-bit one (`bilevel.one_bit_kind`), where a
+    threshold made every ink black, or a dither prints every ink's strokes in black dots."""
+    return scan is not None and scan.one_bit is not None
 
 
 @dataclass(frozen=True)
@@ -320,7 +334,7 @@ class _Reading:
 Seen = tuple[tuple[str, str], ...]  # per hint the scan contradicts: (the hint's field, what the scan shows instead)
 
 
-def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration) -> list[str]:
+def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, shades: bool = True) -> list[str]:
     """`identity` with the names the scan contradicts flagged ambiguous: a curve whose named trace does not
     look as its style or ink hint says, or misses one of its anchors, and every other curve whose hint is
     what that trace looks like (a trace that looks solid under a dashed name may be the solid curve's,
@@ -330,14 +344,15 @@ def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration) ->
     misread style (bench/README.md: style warnings are often wrong) says nothing about a swap. Without
     this, a name swapped between two curves was flagged on neither when each curve's looks disagreed with
     its own name but the grading of the whole log still favoured the swap (bench/README.md, 2026-11-27).
+    On a 1-bit scan (not `shades`) a dark or light ink names nothing: it was never read.
     A curve alone in its track keeps `single`: there is nothing to swap it with."""
     if len(identity) < 2:
         return identity
     curves = calibration.curves
 
-    def named_by_ink(c: int) -> bool:
+    def named_by_ink(c: int) -> bool:  # never by a tone the scan cannot show (`shades`: not a 1-bit scan)
         ink = curves[c].ink
-        return (ink is not None and sum(curve.ink == ink for curve in curves) == 1
+        return (ink is not None and (shades or ink not in INK_SHADES) and sum(curve.ink == ink for curve in curves) == 1
                 and all(field != "ink" for field, _ in seen[c]))
 
     doubted = list(identity)
@@ -377,7 +392,8 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
         for name, hint, label, measured in (
                 ("style", curve.style, style, f"ink in {100 * inked:.0f} % of its columns{along}"),
                 ("ink", curve.ink, _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black")):
-            unseen = name == "ink" and hint in INK_COLOURS and all(look.rgb is None for look in seen)  # a gray scan
+            unseen = name == "ink" and (hint in INK_COLOURS and all(look.rgb is None for look in seen)  # a gray scan
+                                        or hint in INK_SHADES and _shades_unread(reading.scan))
             if hint is not None and label is not None and label != hint and not unseen:
                 lines.append(f"declared {name} {hint}, but the trace named {curve.mnemonic} looks {label} ({measured})")
                 shown.append((name, label))

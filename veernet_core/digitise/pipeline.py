@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from veernet_core.digitise.bilevel import one_bit_kind
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised
 from veernet_core.digitise.export import ExportMeta, mask_png, overlay_png, to_csv, to_json, to_las
@@ -98,12 +99,15 @@ def digitise_scan(scan: bytes, calibration: dict[str, Any], model: ModelSource, 
 
 def readable_scan(scan: ScanPixels, calibration: Calibration, resampling: Resampling) -> ScanPixels:
     """The scan as the model and the tracer read it: one reduced for the model (a full-resolution scan)
-    with its printed grid taken off (`grid.without_grid`, about the calibration's track); any other as it
-    is."""
+    marked where it is 1-bit (`bilevel.one_bit_kind`) and with its printed grid taken off
+    (`grid.without_grid`, about the calibration's track); any other as it is."""
     if not resampling.reduced:
         return scan
+    one_bit = None if scan.colour is not None else one_bit_kind(scan.gray)
     gray, colour = without_grid(scan.gray, scan.colour, calibration.track_top, calibration.track_bottom)
-    return scan if gray is scan.gray else ScanPixels(gray, colour)
+    if gray is scan.gray and one_bit is None:
+        return scan
+    return ScanPixels(gray, colour, one_bit)
 
 
 def predict_scan(model: VeerNet, image: np.ndarray, scan_scale: float | None = None,

@@ -178,7 +178,8 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     small_scan = None if scan is None else ScanPixels(
         resample_image(scan.gray, resampling.model_size),
         None if scan.colour is None else np.stack([resample_image(np.ascontiguousarray(scan.colour[..., c]),
-                                                                  resampling.model_size) for c in range(3)], axis=-1))
+                                                                  resampling.model_size) for c in range(3)], axis=-1),
+        scan.one_bit)
     traces = trace_channels(probabilities, small, grid, small_scan)
     width = resampling.scan_size[1]
     mapped = [map_trace(t, width, calibration.track_top, calibration.track_bottom) for t in traces]
