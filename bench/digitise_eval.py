@@ -128,8 +128,11 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
         if digitised is not None:
             trace = digitised.curves[k].trace
             sides = wrap_sides(curve.wrap) if hints_read else {"right": (1,), "left": (-1,)}.get(curve.wrap, ())
-            readable = np.isfinite(trace.u) & np.isin(trace.level, [0, *sides])
-            pred = np.where(readable, trace.u, np.nan)
+            # What the user is given (`curves._resample`): a sample on a declared backup scale is read there,
+            # and one past an edge with no backup scale declared where it is drawn, on the primary scale
+            # (flagged wrap_unexpected), never left out.
+            declared = np.isin(trace.level, [0, *sides])
+            pred = np.where(declared, trace.u, trace.u - trace.level)
         identity = digitised.curves[k].identity if digitised is not None else "refused"
         said = digitised.curves[k].warnings if digitised is not None else ()
         # Warnings that the scan contradicts a hint ("declared style dashed, but the trace named GR looks

@@ -107,6 +107,35 @@ def test_a_warning_against_a_right_hint_is_counted_as_false() -> None:
     assert figs is not None and (figs["style_warned"], figs["ink_warned"]) == (0.5, 0.25)
 
 
+def test_a_curve_is_scored_as_the_user_is_given_it() -> None:
+    """A sample past an edge with no backup scale declared is scored where it is drawn, on the primary scale,
+    as the result gives it (flagged wrap_unexpected), not left out; a note that a hint went unread is not a
+    warning that the scan contradicts it."""
+    from dataclasses import replace
+
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.curves import digitise
+    from veernet_core.digitise.ink import ScanPixels
+    from veernet_core.synth import generate
+
+    log = generate(31337, 6, 0.1, 2)
+    probabilities = digitise_eval.truth_probabilities(log, 2)
+    result = digitise(probabilities, Calibration.from_dict(log.calibration(0), *log.image.shape),
+                      scan=ScanPixels(log.image, log.colour))
+    curve = result.curves[0]
+    assert log.curves[0].wrap in ("none", "left")  # no backup scale past the right edge
+    cols = np.flatnonzero(np.isfinite(curve.trace.u) & (curve.trace.level == 0))[:10]
+    level = curve.trace.level.copy()
+    u = curve.trace.u.copy()
+    level[cols], u[cols] = 1, u[cols] + 1.0  # read past the right edge
+    misread = replace(curve, trace=replace(curve.trace, u=u, level=level),
+                      warnings=("declared ink light, but the scan is 1-bit (thresholded): ink tones cannot be read "
+                                "on it, so they do not tell its curves apart",))
+    row = digitise_eval.evaluate_log(log, replace(result, curves=[misread, *result.curves[1:]]), True)[0]
+    np.testing.assert_allclose(row["pred"][cols], curve.trace.u[cols], atol=1e-12)
+    assert row["hint_warnings"] == ()
+
+
 def test_the_training_seed_is_refused_for_the_generator_only(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match="training data seed"):
         digitise_eval.main(["--renderer", "synth", "--seed", "0", "--logs", "1"])
