@@ -122,3 +122,20 @@ def test_a_1_bit_scan_says_nothing_of_tones_where_none_tells_curves_apart() -> N
     hints = [{"style": "dashed", "ink": "dark"}, {"style": "solid", "ink": "dark"}]
     result = _read(log, thresholded(log.scan.gray), hints)
     assert [c.warnings for c in result.curves] == [(), ()]
+
+
+def test_a_dithered_scan_is_read_as_a_gray_one() -> None:
+    """A dither's strokes read black at full resolution, but so do its paper's dots under a broken curve's
+    gaps: its tones keep their warnings, and it gets no 1-bit note (bilevel.py says why)."""
+    log = render(0, [DARK_SOLID, LIGHT_DASHED])
+    one_bit = dithered(log.scan.gray)
+    hints = [{"style": "dashed", "ink": "light"}, {"style": "solid", "ink": "dark"}]
+    calibration = _calibration(log, hints)
+    marked = readable_scan(ScanPixels(one_bit), calibration, _reduced(one_bit))
+    assert marked.one_bit == "dither"
+    result = digitise(log.probabilities, calibration, scan=marked)
+    unmarked = digitise(log.probabilities, calibration, scan=ScanPixels(marked.gray))
+    for a, b in zip(result.curves, unmarked.curves, strict=True):
+        np.testing.assert_array_equal(a.trace.u, b.trace.u)
+        assert (a.identity, a.warnings) == (b.identity, b.warnings)
+        assert not any("1-bit" in w for w in a.warnings)

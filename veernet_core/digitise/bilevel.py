@@ -3,13 +3,16 @@
 Public archives hold many logs as 1-bit scans, made one of two ways. A threshold turns every pixel darker
 than some level black: every ink, light or dark, is then black, and the paper white. A dither (ordered, or
 error diffusion) prints each gray as a share of black dots: the paper is speckled with them, and every
-ink's strokes are black dots too. Either way the naming step cannot read an ink's tone off the scan
-(`identity`: a `dark` or `light` hint is then neither evidence nor contradicted, and the result says so).
+ink's strokes are black dots too.
 
-Reading a dithered scan back as gray (the share of black about each pixel) before the naming step was
-tried and not kept: on the independent renderer's dithered logs it read one tuning seed better and the
-other worse, and named a curve wrong without a flag that the 1-bit scan as it is leaves flagged
-(bench/README.md, 2026-11-27).
+On a thresholded scan no ink's tone can be read, so a `dark` or `light` hint is neither the tracer's nor
+the naming's evidence, nor held against the scan, and the result says so (`identity`, `curves`). A
+dithered scan is still read as a gray one: reduced for the model its dots are tones again, and at full
+resolution its looks misread styles as well as tones (its paper's dots fill a broken curve's gaps), so
+the warnings its tones raise keep in doubt names that its styles alone would give wrongly. Reading a
+dithered scan back as gray (the share of black about each pixel) before the naming step was tried and not
+kept: on the independent renderer's dithered logs it read one tuning seed better and the other worse, and
+named a curve wrong without a flag (bench/README.md, 2026-11-27).
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ class ScanPixels:
 
     gray: np.ndarray
     colour: np.ndarray | None = None
-    # "threshold" or "dither" where the upload was a 1-bit scan (`bilevel.one_bit_kind`): its inks' tones
-    # cannot be read (every stroke is black), so dark and light hints tell no curve from another.
+    # "threshold" or "dither" where the upload was a 1-bit scan (`bilevel.one_bit_kind`): on a thresholded
+    # one every stroke is black, so dark and light hints tell no curve from another.
     one_bit: str | None = None
     # page_of's answers per track (top, bottom): the tracer, the naming and the reading of a reduced scan
     # each ask for the same track's page; the scan's pixels are never changed once read.
