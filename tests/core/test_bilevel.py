@@ -139,3 +139,18 @@ def test_a_dithered_scan_is_read_as_a_gray_one() -> None:
         np.testing.assert_array_equal(a.trace.u, b.trace.u)
         assert (a.identity, a.warnings) == (b.identity, b.warnings)
         assert not any("1-bit" in w for w in a.warnings)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_curves_told_apart_only_by_tone_are_left_in_doubt_on_a_thresholded_scan(seed: int) -> None:
+    """A dark and a light solid curve, thresholded to black alike: nothing left tells them apart, so both
+    names are flagged, each says its tone went unread, and the result's warnings say to check."""
+    from veernet_core.digitise.export import ExportMeta, to_json
+
+    log = render(seed, [DARK_SOLID, Drawn("solid", "light")])
+    result = _read(log, thresholded(log.scan.gray), [{"ink": "light"}, {"ink": "dark"}])
+    assert [c.identity for c in result.curves] == ["ambiguous", "ambiguous"]
+    assert all(any("1-bit (thresholded)" in w for w in c.warnings) for c in result.curves)
+    warnings = to_json(result, ExportMeta("0" * 64))["warnings"]
+    assert isinstance(warnings, list)
+    assert any("C0, C1: neither the calibration nor the scan tells" in w for w in warnings)
