@@ -4,9 +4,10 @@
 
 Two full-scale synthetic scans (scale 1.0), found by size without rendering (`synth.log_size`): one
 exactly 3,200 px wide and one exactly 12,800 px wide, both at least 600 px tall. Every request states the
-scans at the bundled model's own scale (`scan_scale` 0.2, its recipe's), so the model reads every pixel of
-them, as a model trained at full resolution does; told nothing, the service would bring them to the bundled model's
-scale first (veernet_core.digitise.rescale) and the forward below would not be the work it does. For each:
+scans at the bundled model's own scale (`scan_scale` 0.2, as its checkpoint records it), so the model
+reads every pixel of them, as a model trained at full resolution does; told nothing, the service would
+bring them to the bundled model's scale first (veernet_core.digitise.rescale) and the forward below would
+not be the work it does. For each:
 
   forward     the bundled model's bare forward over the scan's pixels, best of `repeats` after a warm-up,
               in this process: whole (one call on the whole image, 32-px aligned) and tiled (the model calls
@@ -60,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import free_port  # noqa: E402
+from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.data import align  # noqa: E402
 from veernet_core.digitise.predict import (  # noqa: E402
     DEFAULT_OVERLAP,
@@ -67,7 +69,9 @@ from veernet_core.digitise.predict import (  # noqa: E402
     _window_input,
     bundled_model_path,
     load_model,
+    read_checkpoint,
     tile_layout,
+    training_scale,
 )
 from veernet_core.synth import SynthLog, generate, log_size  # noqa: E402
 
@@ -140,9 +144,16 @@ def wait_ready(client: httpx.Client) -> None:
     raise SystemExit("the service did not become healthy in 120 s")
 
 
-# The bundled model's training scale (its recipe's): scans stated at it are read pixel for pixel (no resampling).
-READ_EVERY_PIXEL = {"scan_scale": float(json.loads((bundled_model_path().parent / "bundled-config.json")
-                                                   .read_text())["data"]["scale"])}
+def _bundled_scale() -> float:
+    """The bundled model's training scale as its checkpoint records it, as the service reads it."""
+    scale = training_scale(deserialize(read_checkpoint(bundled_model_path())[0]))
+    if scale is None:
+        raise SystemExit("the bundled checkpoint records no training scale")
+    return scale
+
+
+# Scans stated at the bundled model's training scale are read pixel for pixel (no resampling).
+READ_EVERY_PIXEL = {"scan_scale": _bundled_scale()}
 
 
 def segment(client: httpx.Client, scan: bytes, log: SynthLog, stated: dict[str, float] | None = None,
