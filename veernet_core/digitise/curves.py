@@ -141,8 +141,7 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
         if joint and (len(members) > 1
                       or (probabilities.shape[0] == 2 and calibration.curves[members[0]].wrap_levels)):
-            # A threshold made every ink black; a dither's dots, averaged on the model's grid, are tones again.
-            hints = [curve_hint(calibration, i, shades=scan is None or scan.one_bit != "threshold") for i in members]
+            hints = [curve_hint(calibration, i, shades=scan is None or not scan.tones_unread) for i in members]
             found = trace_joint(probabilities[channel], calibration.track_top, calibration.track_bottom, hints,
                                 tone_of(scan, calibration), options)
             for index, trace in zip(members, found, strict=True):
@@ -158,7 +157,7 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
 
 def curve_hint(calibration: Calibration, index: int, shades: bool = True) -> CurveHint:
     """What the tracer may use of curve `index`'s calibration: style, ink (a `dark` or `light` one only where
-    the scan `shades` its inks: not a thresholded 1-bit scan, whose strokes are all black), wrap levels. Anchors are the
+    the scan `shades` its inks: `ScanPixels.tones_unread`), wrap levels. Anchors are the
     naming step's (`identity`): given to the tracer as costs near their columns, an anchor pulled its
     curve's path onto the anchored ink there and let it run on whichever curve was cheaper elsewhere
     (on held-out seed 7777 with two anchors per curve, 8 curves named wrong without a flag against none

@@ -87,7 +87,8 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         scan = None  # nothing to hold the looks against: anchors alone name the curves
     page = None if scan is None else page_of(scan, calibration.track_top, calibration.track_bottom)
     looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, near, half) for t in traces], strict=True)]
-    evidence = [_stretch_evidence(calibration.curves, row, shades=not _shades_unread(scan)) for row in looks]
+    shades = not _shades_unread(scan)
+    evidence = [_stretch_evidence(calibration.curves, row, shades) for row in looks]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
@@ -99,7 +100,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
                             reading) for c, curve in enumerate(calibration.curves)]
     warnings = [lines + _unseen_ink(curve, scan, calibration)
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
-    identity = _doubted(identity, [seen for _, seen in read], calibration, shades=not _shades_unread(scan))
+    identity = _doubted(identity, [seen for _, seen in read], calibration, shades)
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(evidence, kept, anchored, bounds), [()] * len(traces))
@@ -153,7 +154,7 @@ def _looks(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, bound
 
 def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None], shades: bool = True) -> np.ndarray:
     """(curves, traces): how well each trace's look in one stretch agrees with each curve's hints (`dark`
-    and `light` ones only where the scan `shades` its inks: not a 1-bit scan's)."""
+    and `light` ones only where the scan `shades` its inks: `ScanPixels.tones_unread`)."""
     scores = np.zeros((len(curves), len(looks)))
     for t, look in enumerate(looks):
         if look is None:
@@ -297,24 +298,19 @@ def _vote(looks: list[Look], label: Callable[[Look], str]) -> str:
 
 def _unseen_ink(curve: CurveScale, scan: ScanPixels | None, calibration: Calibration) -> tuple[str, ...]:
     """An ink hint the upload cannot bear out says nothing, and the user should know it went unused: a
-    colour on a gray scan, and a tone on a 1-bit scan in a track where light ink was to tell curves apart."""
+    colour on a gray scan, and a tone on a thresholded 1-bit scan in a track where light ink was to tell
+    curves apart."""
     if scan is not None and scan.colour is None and curve.ink in INK_COLOURS:
         return (f"declared ink {curve.ink}, but the scan is gray: colour hints need a colour upload",)
     if _shades_unread(scan) and curve.ink in INK_SHADES and any(c.ink == "light" for c in calibration.curves) \
             and len(calibration.curves) > 1:
-        assert scan is not None
         return (f"declared ink {curve.ink}, but the scan is 1-bit (thresholded): ink tones cannot be read on it, so "
                 "they do not tell its curves apart",)
     return ()
 
 
 def _shades_unread(scan: ScanPixels | None) -> bool:
-    """Whether dark and light ink cannot be told on the scan: a thresholded 1-bit one (`bilevel.one_bit_kind`),
-    where every ink is black. A dithered one is read as a gray one: there too its strokes read black, but so
-    do its paper's dots under a gap, so its looks misread styles as well, and the warnings its tones raise
-    keep names in doubt that its styles alone would give, wrongly (tuning seed 7777 of the independent
-    renderer: one curve of 40 on dithered logs named wrong without a flag; bench/README.md, 2026-11-27)."""
-    return scan is not None and scan.one_bit == "threshold"
+    return scan is not None and scan.tones_unread
 
 
 @dataclass(frozen=True)
@@ -347,13 +343,13 @@ def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, sh
     misread style (bench/README.md: style warnings are often wrong) says nothing about a swap. Without
     this, a name swapped between two curves was flagged on neither when each curve's looks disagreed with
     its own name but the grading of the whole log still favoured the swap (bench/README.md, 2026-11-27).
-    On a 1-bit scan (not `shades`) a dark or light ink names nothing: it was never read.
+    Where the scan does not `shades` its inks (`ScanPixels.tones_unread`) a dark or light ink names nothing.
     A curve alone in its track keeps `single`: there is nothing to swap it with."""
     if len(identity) < 2:
         return identity
     curves = calibration.curves
 
-    def named_by_ink(c: int) -> bool:  # never by a tone the scan cannot show (`shades`: not a 1-bit scan)
+    def named_by_ink(c: int) -> bool:  # never by a tone the scan cannot show
         ink = curves[c].ink
         return (ink is not None and (shades or ink not in INK_SHADES) and sum(curve.ink == ink for curve in curves) == 1
                 and all(field != "ink" for field, _ in seen[c]))

@@ -50,12 +50,22 @@ class ScanPixels:
 
     gray: np.ndarray
     colour: np.ndarray | None = None
-    # "threshold" or "dither" where the upload was a 1-bit scan (`bilevel.one_bit_kind`): on a thresholded
-    # one every stroke is black, so dark and light hints tell no curve from another.
+    # "threshold" or "dither" where the upload was a 1-bit scan (`bilevel.one_bit_kind`)
     one_bit: str | None = None
     # page_of's answers per track (top, bottom): the tracer, the naming and the reading of a reduced scan
     # each ask for the same track's page; the scan's pixels are never changed once read.
     pages: dict[tuple[float, float], Page] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def tones_unread(self) -> bool:
+        """Whether dark and light ink cannot be told on the scan, so that `dark` and `light` hints are neither
+        the tracer's nor the naming's evidence, nor held against it: a thresholded 1-bit scan, where every
+        stroke is black. A dithered one is read as a gray one: there too its strokes read black at full
+        resolution, but so do its paper's dots under a gap, so its looks misread styles as well, and the
+        warnings its tones raise keep names in doubt that its styles alone would give, wrongly (tuning seed
+        7777 of the independent renderer: one curve of 40 on dithered logs named wrong without a flag;
+        bench/README.md, 2026-11-27). Reduced for the model, a dither's dots are tones again."""
+        return self.one_bit == "threshold"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ lies nearest (`colours.mismatch`: a stroke's pale edge is its ink's, not gray), 
 by tone as above or, where one tone is declared beside the colours, is that tone's. Every curve of the
 track must declare its ink: one that does not could be drawn in any, and then no curve is traced this way.
 
-A thresholded 1-bit scan (`ScanPixels.one_bit`) has one tone, and a scan whose two tones lie closer than
+A thresholded 1-bit scan (`ScanPixels.tones_unread`) has one tone, and a scan whose two tones lie closer than
 TONES_APART tells nothing: the traces stay as the model's grid gave them. Colour hints on a gray scan tell
 nothing here either.
 """
@@ -128,7 +128,7 @@ def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, scan: ScanPixels,
     """The traces (one per calibrated curve, on the scan's columns) with each curve alone in its ink
     (`alone_in_tone`) traced again on the ink of its tone or colour at the scan's resolution; and the
     curves so traced."""
-    alone = {} if scan.one_bit == "threshold" else alone_in_tone(calibration, scan.colour is not None)
+    alone = {} if scan.tones_unread else alone_in_tone(calibration, scan.colour is not None)
     if not alone:
         return traces, set()
     masks = ink_masks(ink, scan, page, calibration.track_top, calibration.track_bottom,
