@@ -123,8 +123,11 @@ def start_job(job_id: int, settings: Settings) -> tuple[int, Job, Heartbeat] | N
     return attempt, job, heartbeat
 
 
-def job_failed(job_id: int, attempt: int, kind: str, settings: Settings, error: str) -> str:
-    """Count a failure of the job itself; send it again if it is under its cap."""
+def job_failed(job_id: int, attempt: int, kind: str, settings: Settings, error: str, heartbeat: Heartbeat) -> str:
+    """Count a failure of the job itself; send it again if it is under its cap. The attempt's heartbeat
+    stops first: a beat after the failure is written would renew a lease this attempt no longer holds, and
+    be refused (a `stale_write_refused` event on a job that failed cleanly)."""
+    heartbeat.stop()
     outcome = fenced(job_id, settings, lambda s: jobs.record_job_failure(s, job_id, attempt, error), "failure")
     if outcome == "queued":
         send_job_id(job_id, kind)

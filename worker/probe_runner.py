@@ -54,10 +54,10 @@ def _run_probe_job(job_id: int) -> str:
         measured = measure_device(config, device, where=f" (probe job {job_id})",
                                   s3_client=store.client if is_s3(store) else None)
     except ConfigError as exc:
-        return job_failed(job_id, attempt, "probe", settings, f"invalid config: {exc}")
+        return job_failed(job_id, attempt, "probe", settings, f"invalid config: {exc}", heartbeat)
     except Exception as exc:  # the probe's own failure (out of memory, an unreadable dataset): counted, retried
         log.exception("probe job %s attempt %s failed", job_id, attempt)
-        return job_failed(job_id, attempt, "probe", settings, f"{exc.__class__.__name__}: {exc}")
+        return job_failed(job_id, attempt, "probe", settings, f"{exc.__class__.__name__}: {exc}", heartbeat)
     finally:
         heartbeat.stop()
     if heartbeat.lost.is_set():

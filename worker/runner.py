@@ -54,10 +54,10 @@ def _run_training_job(job_id: int) -> str:
     except LeaseLost:
         return StopReason.LEASE_LOST.value
     except ConfigError as exc:
-        return job_failed(job_id, attempt, "train", settings, f"invalid config: {exc}")
+        return job_failed(job_id, attempt, "train", settings, f"invalid config: {exc}", heartbeat)
     except Exception as exc:  # the job's own failure (NaN loss, bad data): counted against its cap
         log.exception("job %s attempt %s failed", job_id, attempt)
-        return job_failed(job_id, attempt, "train", settings, f"{exc.__class__.__name__}: {exc}")
+        return job_failed(job_id, attempt, "train", settings, f"{exc.__class__.__name__}: {exc}", heartbeat)
     finally:
         heartbeat.stop()
     return _settle(job_id, attempt, settings, result)

@@ -89,7 +89,7 @@ def _run_segment_job(job_id: int) -> str:
             store.put(result_key(job_id, name), data)
     except Exception as exc:  # the job's own failure: counted against its cap, then failed with the error
         log.exception("segment job %s failed", job_id)
-        return job_failed(job_id, attempt, "segment", settings, f"{exc.__class__.__name__}: {exc}")
+        return job_failed(job_id, attempt, "segment", settings, f"{exc.__class__.__name__}: {exc}", heartbeat)
     finally:
         heartbeat.stop()
     summary = {"files": result_paths(job_id), "model_id": job.config["model"]["model_id"]}
