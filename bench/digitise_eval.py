@@ -139,12 +139,14 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
         # solid ..."), not those that a hint went unread ("... but the scan is 1-bit ...").
         warned = tuple(hint for hint in ("style", "ink")
                        if any(w.startswith(f"declared {hint} ") and ", but the trace named " in w for w in said))
+        # Notes that the scan's two readings of a style disagree with the hint and with each other.
+        unconfirmed = any(w.startswith("declared style ") and ", not borne out: " in w for w in said)
         rows.append({"truth": truth, "pred": pred, "inked": curve.inked, "wrapped": curve.wrapped,
                      "has_value": np.isfinite(curve.values), "position": k + 1, "style": curve.style,
                      "ink_class": curve.colour or curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
                      "curves_in_log": len(log.curves), "factors": log.factors,
                      "ink_found": ink_found(ink, curve.row, curve.inked), "identity": identity,
-                     "hint_warnings": warned})
+                     "hint_warnings": warned, "style_unconfirmed": unconfirmed})
     return rows
 
 

@@ -38,7 +38,9 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
     curve's inked columns where the segmenter marked ink within a pixel of it (the model alone, before
     tracing and naming; None where no log was read on its own grid); style_warned and ink_warned: the share of
     curves whose result says the scan contradicts their declared style, or ink. The evaluation's hints are
-    the renderer's own, so every such warning is false: a user told to doubt a hint that is right."""
+    the renderer's own, so every such warning is false: a user told to doubt a hint that is right.
+    style_unconfirmed: the share whose result says their style hint is not borne out (the scan's two
+    readings of it disagree with the hint and with each other)."""
     if not rows:
         return None
     errors = np.concatenate([(r["pred"] - r["truth"])[scored(r)] for r in rows])
@@ -62,6 +64,7 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
         "ink_found": round(sum(int(f.sum()) for f in found) / inked_columns, 4) if inked_columns else None,
         "style_warned": round(sum("style" in r.get("hint_warnings", ()) for r in rows) / len(rows), 4),
         "ink_warned": round(sum("ink" in r.get("hint_warnings", ()) for r in rows) / len(rows), 4),
+        "style_unconfirmed": round(sum(bool(r.get("style_unconfirmed")) for r in rows) / len(rows), 4),
     }
 
 

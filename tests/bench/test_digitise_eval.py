@@ -105,6 +105,32 @@ def test_a_warning_against_a_right_hint_is_counted_as_false() -> None:
 
     figs = digitise_figures.figures([row(("style",)), row(("style", "ink")), row(()), row(())])
     assert figs is not None and (figs["style_warned"], figs["ink_warned"]) == (0.5, 0.25)
+    assert figs["style_unconfirmed"] == 0.0
+
+
+def test_a_style_hint_not_borne_out_is_counted_apart_from_a_contradicted_one() -> None:
+    """A note that the scan's two readings of a style disagree with its hint and with each other is not a
+    warning that the scan contradicts the hint: counted as style_unconfirmed, not style_warned."""
+    from dataclasses import replace
+
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.curves import digitise
+    from veernet_core.digitise.ink import ScanPixels
+    from veernet_core.synth import generate
+
+    log = generate(31337, 6, 0.1, 2)
+    calibration = Calibration.from_dict(log.calibration(0), *log.image.shape)
+    result = digitise(digitise_eval.truth_probabilities(log, 2), calibration, scan=ScanPixels(log.image, log.colour))
+    name = result.curves[0].mnemonic
+    noted = replace(result.curves[0], warnings=(
+        f"declared style dashed, not borne out: the trace named {name} looks solid by its columns (ink in 90 % of "
+        "them) and dotted by its marks (40 breaks in its ink along 900 stroke widths of its path)",))
+    quiet = [replace(curve, warnings=()) for curve in result.curves[1:]]
+    rows = digitise_eval.evaluate_log(log, replace(result, curves=[noted, *quiet]), True)
+    assert (rows[0]["hint_warnings"], rows[0]["style_unconfirmed"]) == ((), True)
+    assert not any(r["style_unconfirmed"] for r in rows[1:])
+    figs = digitise_figures.figures(rows)
+    assert figs is not None and figs["style_warned"] == 0.0 and figs["style_unconfirmed"] == round(1 / len(rows), 4)
 
 
 def test_a_curve_is_scored_as_the_user_is_given_it() -> None:

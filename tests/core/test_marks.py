@@ -125,3 +125,32 @@ def test_a_style_hint_is_held_against_the_scan_only_where_both_readings_reject_i
     assert _warnings(_draw(calm, None), "solid") == ()
     dotted = _warnings(_draw(calm, None), "dotted")  # both read the solid line solid
     assert len(dotted) == 1 and "looks solid" in dotted[0]
+
+
+def test_a_hint_the_two_readings_reject_differently_is_not_borne_out_and_its_name_stays_in_doubt() -> None:
+    """The dashed curve that moves rows a column, declared dotted: its columns read it solid, its marks
+    dashed. Neither reading shows a dotted curve, nor do they show the same thing, so the result says the
+    hint is not borne out and what each read, not that the scan shows a solid curve; and, as for a
+    contradiction, the names that the looks' reading could swap are in doubt."""
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.curves import digitise
+
+    rows = _path(4.0)
+    assert _readings(_draw(rows, (40.0, 14.0)), rows) == ("solid", "dashed")
+    said = _warnings(_draw(rows, (40.0, 14.0)), "dotted")
+    assert len(said) == 1 and said[0].startswith("declared style dotted, not borne out: the trace named GR"), said
+    assert "looks solid by its columns" in said[0] and "and dashed by its marks" in said[0], said
+    assert ", but the trace named" not in said[0]
+
+    calm = 25.0 + 10.0 * np.arange(WIDTH) / WIDTH  # a solid curve above it, never touching it
+    image = np.minimum(_draw(rows, (40.0, 14.0)), _draw(calm, None))
+    ink = (image < PAPER - 40).astype(np.float32)
+    calibration = Calibration.from_dict(
+        {"depth": {"top": 1000.0, "bottom": 1120.0, "unit": "m"}, "track_top": 20.0, "track_bottom": 140.0,
+         "step": 0.1, "curves": [{"mnemonic": "GR", "unit": "API", "left": 0, "right": 150, "style": "dotted"},
+                                 {"mnemonic": "SP", "unit": "mV", "left": 0, "right": 150, "style": "solid"}]},
+        HEIGHT, WIDTH)
+    result = digitise(np.stack([1.0 - ink, ink]), calibration, scan=ScanPixels(image))
+    gr, sp = result.curves
+    assert any("not borne out" in w for w in gr.warnings) and sp.warnings == (), (gr.warnings, sp.warnings)
+    assert (gr.identity, sp.identity) == ("ambiguous", "ambiguous")

@@ -376,7 +376,12 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
     own kind of curve (the looks a broken curve that moves several rows a column, the marks a solid one
     whose steep strokes are drawn faint), and a warning against a right hint tells a user to doubt a
     legend that is right (bench/README.md, 2026-11-27: 48 % of the independent renderer's held-out curves
-    were so warned by the looks alone)."""
+    were so warned by the looks alone). Where the two readings also disagree with each other (the looks
+    read a broken curve solid, its marks another broken style), the scan does not show what the curve is:
+    the line says the hint is not borne out and what each reading saw, not that the scan contradicts it,
+    and the curve's name stays in doubt as for a contradiction (`_doubted`, by what its looks read). On the
+    independent renderer's tuning logs, half the warnings against right style hints were such (bench/README.md,
+    2026-11-28)."""
     lines: list[str] = []
     shown: list[tuple[str, str]] = []
     seen = [look for look in looks if look is not None]
@@ -385,7 +390,15 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
         dark = float(np.mean([look.ink_ratio for look in seen]))
         looked = _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen, style_label)
         marked = reading.marks(trace) if curve.style is not None and looked != curve.style else None
-        style = looked if marked is not None and marked.style != curve.style else curve.style  # both say otherwise
+        style = curve.style
+        if marked is not None and marked.style == looked:  # both readings show the same other style
+            style = looked
+        elif marked is not None and marked.style != curve.style:  # each reads another style, not the same one
+            lines.append(f"declared style {curve.style}, not borne out: the trace named {curve.mnemonic} looks "
+                         f"{looked} by its columns (ink in {100 * inked:.0f} % of them) and {marked.style} by its "
+                         f"marks ({marked.breaks} breaks in its ink along {marked.length:.0f} stroke widths of "
+                         "its path)")
+            shown.append(("style", looked))
         along = "" if marked is None else (f"; {marked.breaks} breaks in its ink along {marked.length:.0f} stroke "
                                            f"widths of its path read {marked.style}")
         for name, hint, label, measured in (
