@@ -380,7 +380,7 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
     read a broken curve solid, its marks another broken style), the scan does not show what the curve is:
     the line says the hint is not borne out and what each reading saw, not that the scan contradicts it,
     and the curve's name stays in doubt as for a contradiction (`_doubted`, by what its looks read). On the
-    independent renderer's tuning logs, half the warnings against right style hints were such (bench/README.md,
+    independent renderer's tuning logs, 57 % of the warnings against right style hints were such (bench/README.md,
     2026-11-28)."""
     lines: list[str] = []
     shown: list[tuple[str, str]] = []
