@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -108,11 +109,9 @@ def test_a_warning_against_a_right_hint_is_counted_as_false() -> None:
     assert figs["style_unconfirmed"] == 0.0
 
 
-def test_a_style_hint_not_borne_out_is_counted_apart_from_a_contradicted_one() -> None:
-    """A note that the scan's two readings of a style disagree with its hint and with each other is not a
-    warning that the scan contradicts the hint: counted as style_unconfirmed, not style_warned."""
-    from dataclasses import replace
-
+def _read_from_its_truth() -> tuple[Any, Any]:
+    """Log 6 of the generator's seed 31337 at scale 0.1 and the digitiser's result for it from perfect
+    probabilities, its own calibration and its scan."""
     from veernet_core.digitise.calibration import Calibration
     from veernet_core.digitise.curves import digitise
     from veernet_core.digitise.ink import ScanPixels
@@ -120,7 +119,15 @@ def test_a_style_hint_not_borne_out_is_counted_apart_from_a_contradicted_one() -
 
     log = generate(31337, 6, 0.1, 2)
     calibration = Calibration.from_dict(log.calibration(0), *log.image.shape)
-    result = digitise(digitise_eval.truth_probabilities(log, 2), calibration, scan=ScanPixels(log.image, log.colour))
+    return log, digitise(digitise_eval.truth_probabilities(log, 2), calibration, scan=ScanPixels(log.image, log.colour))
+
+
+def test_a_style_hint_not_borne_out_is_counted_apart_from_a_contradicted_one() -> None:
+    """A note that the scan's two readings of a style disagree with its hint and with each other is not a
+    warning that the scan contradicts the hint: counted as style_unconfirmed, not style_warned."""
+    from dataclasses import replace
+
+    log, result = _read_from_its_truth()
     name = result.curves[0].mnemonic
     noted = replace(result.curves[0], warnings=(
         f"declared style dashed, not borne out: the trace named {name} looks solid by its columns (ink in 90 % of "
@@ -139,15 +146,7 @@ def test_a_curve_is_scored_as_the_user_is_given_it() -> None:
     warning that the scan contradicts it."""
     from dataclasses import replace
 
-    from veernet_core.digitise.calibration import Calibration
-    from veernet_core.digitise.curves import digitise
-    from veernet_core.digitise.ink import ScanPixels
-    from veernet_core.synth import generate
-
-    log = generate(31337, 6, 0.1, 2)
-    probabilities = digitise_eval.truth_probabilities(log, 2)
-    result = digitise(probabilities, Calibration.from_dict(log.calibration(0), *log.image.shape),
-                      scan=ScanPixels(log.image, log.colour))
+    log, result = _read_from_its_truth()
     curve = result.curves[0]
     assert log.curves[0].wrap in ("none", "left")  # no backup scale past the right edge
     cols = np.flatnonzero(np.isfinite(curve.trace.u) & (curve.trace.level == 0))[:10]

@@ -391,16 +391,16 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
         looked = _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen, style_label)
         marked = reading.marks(trace) if curve.style is not None and looked != curve.style else None
         style = curve.style
+        breaks = "" if marked is None else (f"{marked.breaks} breaks in its ink along {marked.length:.0f} stroke "
+                                            "widths of its path")
         if marked is not None and marked.style == looked:  # both readings show the same other style
             style = looked
         elif marked is not None and marked.style != curve.style:  # each reads another style, not the same one
             lines.append(f"declared style {curve.style}, not borne out: the trace named {curve.mnemonic} looks "
                          f"{looked} by its columns (ink in {100 * inked:.0f} % of them) and {marked.style} by its "
-                         f"marks ({marked.breaks} breaks in its ink along {marked.length:.0f} stroke widths of "
-                         "its path)")
+                         f"marks ({breaks})")
             shown.append(("style", looked))
-        along = "" if marked is None else (f"; {marked.breaks} breaks in its ink along {marked.length:.0f} stroke "
-                                           f"widths of its path read {marked.style}")
+        along = "" if marked is None else f"; {breaks} read {marked.style}"
         for name, hint, label, measured in (
                 ("style", curve.style, style, f"ink in {100 * inked:.0f} % of its columns{along}"),
                 ("ink", curve.ink, _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black")):
