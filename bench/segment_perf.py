@@ -61,7 +61,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import free_port  # noqa: E402
-from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.data import align  # noqa: E402
 from veernet_core.digitise.predict import (  # noqa: E402
     DEFAULT_OVERLAP,
@@ -69,9 +68,7 @@ from veernet_core.digitise.predict import (  # noqa: E402
     _window_input,
     bundled_model_path,
     load_model,
-    read_checkpoint,
     tile_layout,
-    training_scale,
 )
 from veernet_core.synth import SynthLog, generate, log_size  # noqa: E402
 
@@ -144,22 +141,20 @@ def wait_ready(client: httpx.Client) -> None:
     raise SystemExit("the service did not become healthy in 120 s")
 
 
-def _bundled_scale() -> float:
-    """The bundled model's training scale as its checkpoint records it, as the service reads it."""
-    scale = training_scale(deserialize(read_checkpoint(bundled_model_path())[0]))
-    if scale is None:
+Stated = dict[str, float]  # the scan's scale as a request states it: {"scan_scale": ...}, or {} (nothing stated)
+
+
+def read_every_pixel(model: Any) -> Stated:
+    """The request options that state a scan at the bundled model's training scale (as its checkpoint records
+    it and the service reads it), so that the model reads it pixel for pixel (no resampling)."""
+    if model.trained_scale is None:
         raise SystemExit("the bundled checkpoint records no training scale")
-    return scale
+    return {"scan_scale": float(model.trained_scale)}
 
 
-# Scans stated at the bundled model's training scale are read pixel for pixel (no resampling).
-READ_EVERY_PIXEL = {"scan_scale": _bundled_scale()}
-
-
-def segment(client: httpx.Client, scan: bytes, log: SynthLog, stated: dict[str, float] | None = None,
-            ) -> tuple[float, dict[str, Any]]:
+def segment(client: httpx.Client, scan: bytes, log: SynthLog, stated: Stated) -> tuple[float, dict[str, Any]]:
     """One POST /segment?wait=true; (seconds from sending to holding the result, the job's timings)."""
-    options = json.dumps({"calibration": log.calibration(), **(READ_EVERY_PIXEL if stated is None else stated)})
+    options = json.dumps({"calibration": log.calibration(), **stated})
     started = time.perf_counter()
     response = client.post("/segment", params={"wait": "true", "timeout": 900},
                            files={"file": ("scan.png", scan, "image/png")}, data={"options": options})
@@ -184,13 +179,13 @@ def datetime_s(text: str) -> float:
 
 # --- stages and memory ------------------------------------------------------------------------------
 
-def stage_times(scan: bytes, log: SynthLog) -> dict[str, float]:
+def stage_times(scan: bytes, log: SynthLog, stated: Stated) -> dict[str, float]:
     """The segment worker's pipeline, one stage at a time, in this process (model already warm)."""
     from api.settings import get_settings
     from veernet_core.digitise.pipeline import StageTimer
     from worker import segment_runner
 
-    config = worker_config(log)
+    config = worker_config(log, stated)
     timer = StageTimer()
     started = time.perf_counter()
     segment_runner.digitise_scan(config, scan, None, get_settings(), timer)
@@ -198,13 +193,13 @@ def stage_times(scan: bytes, log: SynthLog) -> dict[str, float]:
     return {name: round(seconds, 3) for name, seconds in timings.items()}
 
 
-def worker_config(log: SynthLog) -> dict[str, Any]:
+def worker_config(log: SynthLog, stated: Stated) -> dict[str, Any]:
     """The job config POST /segment stores for this scan with the bundled model."""
     from veernet_core.digitise.calibration import Calibration
 
     calibration = Calibration.from_dict(log.calibration(), *log.image.shape).to_dict()
     return {"model": {"source": "bundled", "model_id": "bundled/veernet-small"}, "calibration": calibration,
-            "rotate_portrait": False, "well": "", "scan": "scan.png", **READ_EVERY_PIXEL}
+            "rotate_portrait": False, "well": "", "scan": "scan.png", **stated}
 
 
 def peak_rss(scan_path: Path, config_path: Path, data_dir: str) -> dict[str, float]:
@@ -238,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     logs = {width: generate(args.seed, index, 1.0, 3) for width, index in find_logs(args.seed).items()}
     scans = {width: png(log.image) for width, log in logs.items()}
     model, _ = load_model(bundled_model_path())
+    stated = read_every_pixel(model)
     result: dict[str, Any] = {"threads": torch.get_num_threads(), "torch_version": torch.__version__,
                               "seed": args.seed, "repeats": args.repeats,
                               "loadavg_1min_before": round(os.getloadavg()[0], 2)}
@@ -246,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         for width in WIDTHS:
             scan_path, config_path = Path(data_dir) / f"scan-{width}.png", Path(data_dir) / f"config-{width}.json"
             scan_path.write_bytes(scans[width])
-            config_path.write_text(json.dumps(worker_config(logs[width])))
+            config_path.write_text(json.dumps(worker_config(logs[width], stated)))
             rss[width] = peak_rss(scan_path, config_path, data_dir)
-        timings = measure(model, logs, scans, str(Path(data_dir) / "service"), args.repeats)
+        timings = measure(model, logs, scans, str(Path(data_dir) / "service"), args.repeats, stated)
     for width in WIDTHS:
         log, t = logs[width], timings[width]
         forward = min(min(t["whole"]), min(t["tiled"]))
@@ -288,7 +284,7 @@ def paired_ratio(t: dict[str, Any]) -> float:
 
 
 def measure(model: torch.nn.Module, logs: dict[int, SynthLog], scans: dict[int, bytes], data_dir: str,
-            repeats: int) -> dict[int, dict[str, Any]]:
+            repeats: int, stated: Stated) -> dict[int, dict[str, Any]]:
     """Forward and end-to-end runs, interleaved per width so that both see the same machine."""
     forwards = {width: Forward(model, log.image) for width, log in logs.items()}
     out: dict[int, dict[str, Any]] = {
@@ -302,13 +298,13 @@ def measure(model: torch.nn.Module, logs: dict[int, SynthLog], scans: dict[int, 
             for width in WIDTHS:  # warm-ups: first shapes, torch import and model load in the worker
                 forwards[width].time([forwards[width].whole])
                 forwards[width].time(forwards[width].tiles)
-                segment(client, scans[width], logs[width])
-                out[width]["stages"] = stage_times(scans[width], logs[width])
+                segment(client, scans[width], logs[width], stated)
+                out[width]["stages"] = stage_times(scans[width], logs[width], stated)
             for _ in range(repeats):
                 for width in WIDTHS:
                     f, t = forwards[width], out[width]
                     t["whole"].append(f.time([f.whole]))
-                    elapsed, job = segment(client, scans[width], logs[width])
+                    elapsed, job = segment(client, scans[width], logs[width], stated)
                     t["e2e"].append(elapsed)
                     t["split"].append(job_split(job))
                     t["tiled"].append(f.time(f.tiles))
