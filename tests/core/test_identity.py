@@ -26,7 +26,7 @@ from veernet_core.digitise.identity import (
     checked_against,
     name_traces,
 )
-from veernet_core.digitise.ink import MIN_DARKNESS, Look, Page, ScanPixels, looks_along, page_of
+from veernet_core.digitise.ink import MIN_DARKNESS, Look, Page, ScanPixels, looks_along, page_of, stroke_widths
 from veernet_core.digitise.predict import load_colour
 from veernet_core.digitise.tracer import ColumnTrace
 
@@ -382,3 +382,65 @@ def test_a_second_naming_that_reads_a_curve_differently_flags_it() -> None:
     assert checked_against(first, Naming(near, ["hinted", "hinted"], [(), ()])).identity == ["hinted"] * 2
     assert checked_against(first, Naming(first.traces, ["hinted", "ambiguous"], [(), ()])).identity == [
         "hinted", "ambiguous"]
+
+
+def _pens_scan(pens: tuple[int, int], width: int = 2400, height: int = 540) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Two solid black curves on white paper, drawn with pens `pens` px wide, crossing every 400 columns at the
+    track's middle: (the scan, each curve's centre row per column)."""
+    cols = np.arange(width)
+    centres = [270.0 + 150.0 * np.sin(2 * np.pi * cols / 800.0), 270.0 - 150.0 * np.sin(2 * np.pi * cols / 800.0)]
+    image = np.full((height, width), 255, np.uint8)
+    for rows, pen in zip(centres, pens, strict=True):
+        for x in cols:
+            low = min(rows[x], rows[max(x - 1, 0)])
+            high = max(rows[x], rows[max(x - 1, 0)])  # a steep stroke covers the rows it moves over
+            image[int(round(low - (pen - 1) / 2)) : int(round(high + (pen - 1) / 2)) + 1, x] = 0
+    return image, centres
+
+
+def _alike_pair() -> Calibration:
+    curves = [{"mnemonic": f"C{k}", "left": 0, "right": 100, "style": "solid", "ink": "dark"} for k in range(2)]
+    return Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1240.0, "unit": "ft"}, "track_top": 20,
+                                  "track_bottom": 520, "step": 0.5, "curves": curves}, 540, 2400)
+
+
+def test_the_width_of_a_pen_is_read_along_a_trace() -> None:
+    image, centres = _pens_scan((1, 4))
+    scan = ScanPixels(image)
+    page = page_of(scan, 20.0, 520.0)
+    cols = np.arange(image.shape[1])
+    # About the curves' turns (where they run level), where they run steep, two columns
+    bounds = [(150, 250), (550, 650), (300, 360), (2000, 2002)]
+    thin, thick = (stroke_widths(scan, page, rows, cols, 6, bounds, 3) for rows in centres)
+    for k in (0, 1):
+        assert thin[k] is not None and abs(thin[k].px - 1.0) < 0.3 and thin[k].error < 0.2
+        assert thick[k] is not None and abs(thick[k].px - 4.0) < 0.3 and thick[k].error < 0.2
+    steep_thin, steep_thick = thin[2], thick[2]
+    assert steep_thin is not None and steep_thick is not None
+    assert steep_thick.px - steep_thin.px > 2.0, "a steep stroke reads wider than its pen, but pens stay apart"
+    assert thin[3] is None and thick[3] is None  # two columns are too few
+
+
+@pytest.mark.parametrize("pens", [(1, 4), (4, 1), (2, 5)])
+def test_curves_told_apart_only_by_their_pens_keep_them_through_crossings(pens: tuple[int, int]) -> None:
+    """Two solid dark curves drawn with different pens cross every 400 columns. A tracer that bounces at
+    each crossing hands over the upper and the lower of the two: each trace changes curves at every
+    crossing. Nothing in the hints tells the curves apart, but each keeps its pen, so each named curve is
+    read from one curve all along (and stays flagged: which of the two is C0 nothing says)."""
+    image, centres = _pens_scan(pens)
+    upper, lower = np.minimum(*centres), np.maximum(*centres)
+    naming = name_traces([_trace(upper, 20.0, 520.0), _trace(lower, 20.0, 520.0)], _alike_pair(), ScanPixels(image))
+    for trace in naming.traces:
+        on = [np.mean(np.abs(trace.row - rows) <= 2.0) for rows in centres]
+        assert max(on) >= 0.95, on
+    assert naming.identity == ["ambiguous", "ambiguous"]
+
+
+def test_curves_with_one_pen_keep_the_tracers_order_through_crossings() -> None:
+    """The same crossings drawn with one pen: nothing tells which way the curves went, and the traces are
+    named as the tracer handed them over, never switched at random."""
+    image, centres = _pens_scan((2, 2))
+    upper, lower = np.minimum(*centres), np.maximum(*centres)
+    naming = name_traces([_trace(upper, 20.0, 520.0), _trace(lower, 20.0, 520.0)], _alike_pair(), ScanPixels(image))
+    assert np.array_equal(naming.traces[0].row, upper) and np.array_equal(naming.traces[1].row, lower)
+    assert naming.identity == ["ambiguous", "ambiguous"]

@@ -27,12 +27,14 @@ from veernet_core.digitise.ink import (
     Look,
     MarksReading,
     Page,
+    PenWidth,
     ScanPixels,
     ink_label,
     ink_scores,
     looks_along,
     marks_style,
     page_of,
+    stroke_widths,
     style_label,
     style_scores,
 )
@@ -61,6 +63,18 @@ STROKE_HALF_MAX = 2
 # dash's gap is 8 px or more; none on a track at the model's scale (about 50 rows), where a gap is 2-3 px.
 BRIDGE_SHARE = 0.004
 ANCHOR_TOLERANCE = 0.1  # track widths between an anchor and the named trace before it is a warning
+# A curve keeps its pen through the places where it touches another. Where a track's curves are drawn with
+# pens of different widths (over at least PEN_STRETCHES long stretches, the median of the least log ratio
+# between two traces' widths is PEN_APART or more), a change of names between two long stretches (every
+# trace seen over LINK_COLUMNS columns or more) costs, per curve, the standard errors by which its trace's
+# width moves beyond PEN_SLACK of them, at most PEN_CAP. Tuned on seed 7777 with a perfect segmenter
+# (bench/README.md, 2026-11-28): charged between neighbouring stretches instead, or on the ink's darkness
+# too, it named curves no better on one renderer or the other.
+LINK_COLUMNS = 30
+PEN_STRETCHES = 3
+PEN_APART = 0.2
+PEN_SLACK = 2.0
+PEN_CAP = 8.0
 
 Assignment = tuple[int, ...]  # assignment[c] = the trace that calibrated curve c is read from
 
@@ -92,7 +106,9 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
-    path = kept if assigned else _best_path(evidence)
+    links = None if assigned or scan is None or page is None else _links(
+        looks, [list(row) for row in zip(*[_widths(scan, page, t, bounds, near, half) for t in traces], strict=True)])
+    path = kept if assigned else _best_path(evidence, links)
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored, bounds)
     reading = _Reading(scan, page, near, half, round(BRIDGE_SHARE * span))
@@ -150,6 +166,14 @@ def _looks(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, bound
         return [None] * len(bounds)
     cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
     return looks_along(scan, page, trace.row[cols], cols, half, bounds, MIN_COLUMNS)
+
+
+def _widths(scan: ScanPixels, page: Page, trace: ColumnTrace, bounds: list[tuple[int, int]], near: np.ndarray,
+            half: int) -> list[PenWidth | None]:
+    """The trace's pen width in each stretch (`ink.stroke_widths`), over its columns away from other traces,
+    read across the rows within which another trace would touch it."""
+    cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
+    return stroke_widths(scan, page, trace.row[cols], cols, 2 * half + 2, bounds, MIN_COLUMNS)
 
 
 def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None], shades: bool = True) -> np.ndarray:
@@ -220,30 +244,93 @@ def _score(evidence: np.ndarray, assignment: Assignment) -> float:
     return float(sum(evidence[c, t] for c, t in enumerate(assignment)))
 
 
-def _best_path(evidence: list[np.ndarray]) -> list[Assignment]:
-    """The assignment per stretch with the most evidence, less SWITCH_COST per change; ties keep the
-    tracer's order (the identity assignment)."""
+def _best_path(evidence: list[np.ndarray], links: _Links | None = None) -> list[Assignment]:
+    """The assignment per stretch with the most evidence, less SWITCH_COST per change and, where `links` are
+    given, less what continuing each curve's trace of one long stretch as its trace of the next long stretch
+    costs (`_Links.between`); ties keep the tracer's order (the identity assignment).
+
+    Viterbi over (the assignment at the last long stretch, the assignment now): the short stretches between
+    two long ones may change the names as their evidence says, and the change is charged at the next long
+    stretch by how far its traces' pens are from those the curves had at the last. A track is cut into
+    stretches wherever its traces touch or one jumps by more than a stroke: a jagged curve's track into
+    stretches of about ten columns (bench/README.md, 2026-11-28), too few for a pen's width to tell."""
     if not evidence:
         return []
     options = _assignments(evidence[0].shape[0])
-    keep = options[0]  # the identity: itertools lists it first
-    total = {a: _score(evidence[0], a) + (1e-9 if a == keep else 0.0) for a in options}
-    back: list[dict[Assignment, Assignment]] = []
-    for scores in evidence[1:]:
-        came = {a: _best_previous(total, a) for a in options}
-        total = {a: total[came[a]] - (0.0 if came[a] == a else SWITCH_COST) + _score(scores, a) for a in options}
+    count = len(options)
+    table = np.array(options, dtype=np.int64)  # (assignments, curves): the trace each curve is read from
+    curves = np.arange(table.shape[1])
+    switch = np.where(np.eye(count, dtype=bool), 0.0, SWITCH_COST)  # [before, now]
+    long = set() if links is None else set(links.long)
+    # total[p, a]: the best score with assignment p at the last long stretch (any, before the first) and a now
+    total = np.full((count, count), -np.inf)
+    first = evidence[0][curves, table].sum(axis=1)
+    first[0] += 1e-9  # the identity: itertools lists it first
+    total[np.arange(count), np.arange(count)] = first
+    seen = 0 in long
+    previous = 0 if seen else -1
+    back: list[np.ndarray] = []
+    for s in range(1, len(evidence)):
+        scores = evidence[s][curves, table].sum(axis=1)
+        reach = total[:, :, None] - switch[None, :, :]  # [p, before, now]
+        if s in long:
+            cost = np.zeros((count, count))
+            if seen and links is not None:
+                cost = links.between(previous, s)[table[:, None, :], table[None, :, :]].sum(axis=2)  # [p, now]
+            best = reach.reshape(count * count, count) - np.repeat(cost, count, axis=0)  # [(p, before), now]
+            came_flat = best.argmax(axis=0)
+            now = best[came_flat, np.arange(count)] + scores
+            total = np.full((count, count), -np.inf)
+            total[np.arange(count), np.arange(count)] = now
+            came = np.full((count, count), -1, dtype=np.int64)
+            came[np.arange(count), np.arange(count)] = came_flat
+            seen, previous = True, s
+        else:
+            came = reach.argmax(axis=1)  # [p, now]: the best before
+            total = np.take_along_axis(reach, came[:, None, :], axis=1)[:, 0, :] + scores[None, :]
+            came = came + np.arange(count)[:, None] * count  # as (p, before) flat
         back.append(came)
-    last = max(options, key=total.__getitem__)
-    path = [last]
+    state = int(total.argmax())  # flat (p, now)
+    path = [options[state % count]]
     for came in reversed(back):
-        last = came[last]
-        path.append(last)
+        state = int(came[state // count, state % count])
+        path.append(options[state % count])
     return path[::-1]
 
 
-def _best_previous(total: dict[Assignment, float], now: Assignment) -> Assignment:
-    """The previous stretch's assignment that leads best into `now` (staying costs nothing)."""
-    return max(total, key=lambda before: total[before] - (0.0 if before == now else SWITCH_COST))
+@dataclass(frozen=True)
+class _Links:
+    """A track's long stretches (every trace seen over LINK_COLUMNS columns or more) and its traces' pen widths
+    in every stretch, where the pens tell its curves apart (`_links`)."""
+
+    widths: list[list[PenWidth | None]]  # per stretch, per trace
+    long: tuple[int, ...]
+
+    def between(self, s: int, t: int) -> np.ndarray:
+        """(traces, traces): what continuing each trace of stretch `s` as each trace of stretch `t` costs: the
+        standard errors by which the width moves beyond PEN_SLACK of them, at most PEN_CAP."""
+        before, after = self.widths[s], self.widths[t]
+        cost = np.zeros((len(before), len(after)))
+        for i, a in enumerate(before):
+            for j, b in enumerate(after):
+                if a is not None and b is not None:
+                    moved = abs(a.px - b.px) / math.hypot(a.error, b.error)
+                    cost[i, j] = min(max(0.0, moved - PEN_SLACK), PEN_CAP)
+        return cost
+
+
+def _links(looks: list[list[Look | None]], widths: list[list[PenWidth | None]]) -> _Links | None:
+    """The track's `_Links` where its curves are drawn with pens of different widths, else None."""
+    if not widths or len(widths[0]) < 2:
+        return None
+    long = tuple(s for s, row in enumerate(looks)
+                 if all(look is not None and look.columns >= LINK_COLUMNS for look in row))
+    measured = [[pen for pen in widths[s] if pen is not None] for s in long]
+    apart = [min(abs(math.log(max(a.px, 0.5) / max(b.px, 0.5))) for a, b in itertools.combinations(pens, 2))
+             for pens, s in zip(measured, long, strict=True) if len(pens) == len(widths[s])]
+    if len(apart) < PEN_STRETCHES or float(np.median(apart)) < PEN_APART:
+        return None
+    return _Links(widths, long)
 
 
 def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[int],

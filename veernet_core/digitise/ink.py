@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,6 +42,7 @@ MARK_ODDS = {"solid": (0.15, 0.2, 0.65), "dashed": (0.1, 0.2, 0.7), "dotted": (0
 FLAT_STEP = 1.0
 MARKS_MIN_LENGTH = 100.0  # stroke widths of path a trace needs before its marks tell its style
 HUE_SCALE = 3.0  # a stroke's colour agrees with an ink fully on its line, not at all a third of the way off it
+PEN_QUANTUM = 0.05  # px: the least standard error of a pen's width (`stroke_widths`)
 GRAY = "gray"  # the line of the gray inks' mixes (to black), in `_hue_scores`
 
 
@@ -191,6 +193,41 @@ def looks_along(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray
         looks.append(Look(inked[i:j], sorted_median(ink_ranked) if ink_count else 0.0,
                           sorted_median(paper_ranked[i:j]), rgb, paper_rgb))
     return looks
+
+
+class PenWidth(NamedTuple):
+    """A stroke's width in pixels along a stretch of a trace, and the standard error of that figure."""
+
+    px: float
+    error: float
+
+
+def stroke_widths(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, reach: int,
+                  bounds: list[tuple[int, int]], min_columns: int = 1) -> list[PenWidth | None]:
+    """Per [start, stop) column range of `bounds` (ascending) along one trace at image `rows` of columns
+    `cols` (ascending): the width of its pen. A column's width is its ink across the `reach` rows either side
+    of the trace over its darkest pixel there; a stroke that moves across rows between columns, or ends in
+    a column, reads wider or narrower than its pen, so the pen's width is the mean of the columns' widths
+    from the 10th to the 60th percentile, with its standard error (at least PEN_QUANTUM, as a 1-bit scan's
+    widths are whole pixels). None where fewer than `min_columns` columns hold ink."""
+    out: list[PenWidth | None] = [None] * len(bounds)
+    if cols.size == 0:
+        return out
+    height = scan.gray.shape[0]
+    window = np.clip(np.rint(rows)[:, None].astype(np.int64) + np.arange(-reach, reach + 1)[None, :], 0, height - 1)
+    seen = ~page.grid_cols[cols] & ~page.grid_rows[window].any(axis=1)
+    window, at = window[seen], cols[seen]
+    ink = np.clip(page.paper[at][:, None] - scan.gray[window, at[:, None]], 0.0, None)
+    peak = ink.max(axis=1)
+    width = ink.sum(axis=1) / np.maximum(peak, 1.0)
+    inked = peak >= MIN_DARKNESS
+    for k, (a, b) in enumerate(bounds):
+        i, j = np.searchsorted(at, a), np.searchsorted(at, b)
+        mine = np.sort(width[i:j][inked[i:j]])
+        if mine.size >= max(min_columns, 2):
+            low = mine[int(0.1 * mine.size) : max(int(0.6 * mine.size), int(0.1 * mine.size) + 2)]
+            out[k] = PenWidth(float(low.mean()), float(low.std()) / math.sqrt(low.size) + PEN_QUANTUM)
+    return out
 
 
 # np.median and np.quantile of a few hundred values cost tens of microseconds in argument handling, and
