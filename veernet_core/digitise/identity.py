@@ -7,6 +7,8 @@ at on the scan's own pixels (`veernet_core.digitise.ink`: line style, ink). Each
 ink, anchors) score each assignment of traces to curves per stretch; the assignments along the scan are
 chosen together (Viterbi over the N! assignments, N <= 4), a change between stretches costing
 SWITCH_COST, so one stretch's weak evidence does not swap curves that the stretches around it name.
+Where the track's curves are drawn with pens of different widths, a curve also keeps its pen: a change
+between two long stretches costs what it makes each curve's pen width move (`_Links`).
 
 Where nothing tells two curves apart (no hints, equal hints, or a measure that does not separate them),
 the tracer's order is kept and both are marked ambiguous; a hint the scan contradicts is a warning.
