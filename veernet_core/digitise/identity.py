@@ -108,8 +108,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
-    links = None if assigned or scan is None or page is None else _links(
-        looks, [list(row) for row in zip(*[_widths(scan, page, t, bounds, near, half) for t in traces], strict=True)])
+    links = None if assigned or scan is None or page is None else _links(scan, page, traces, bounds, near, half, looks)
     path = kept if assigned else _best_path(evidence, links)
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored, bounds)
@@ -168,14 +167,6 @@ def _looks(scan: ScanPixels | None, page: Page | None, trace: ColumnTrace, bound
         return [None] * len(bounds)
     cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
     return looks_along(scan, page, trace.row[cols], cols, half, bounds, MIN_COLUMNS)
-
-
-def _widths(scan: ScanPixels, page: Page, trace: ColumnTrace, bounds: list[tuple[int, int]], near: np.ndarray,
-            half: int) -> list[PenWidth | None]:
-    """The trace's pen width in each stretch (`ink.stroke_widths`), over its columns away from other traces,
-    read across the rows within which another trace would touch it."""
-    cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
-    return stroke_widths(scan, page, trace.row[cols], cols, 2 * half + 2, bounds, MIN_COLUMNS)
 
 
 def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None], shades: bool = True) -> np.ndarray:
@@ -269,15 +260,14 @@ def _best_path(evidence: list[np.ndarray], links: _Links | None = None) -> list[
     first = evidence[0][curves, table].sum(axis=1)
     first[0] += 1e-9  # the identity: itertools lists it first
     total[np.arange(count), np.arange(count)] = first
-    seen = 0 in long
-    previous = 0 if seen else -1
+    previous = 0 if 0 in long else None  # the last long stretch
     back: list[np.ndarray] = []
     for s in range(1, len(evidence)):
         scores = evidence[s][curves, table].sum(axis=1)
         reach = total[:, :, None] - switch[None, :, :]  # [p, before, now]
         if s in long:
             cost = np.zeros((count, count))
-            if seen and links is not None:
+            if previous is not None and links is not None:
                 cost = links.between(previous, s)[table[:, None, :], table[None, :, :]].sum(axis=2)  # [p, now]
             best = reach.reshape(count * count, count) - np.repeat(cost, count, axis=0)  # [(p, before), now]
             came_flat = best.argmax(axis=0)
@@ -286,7 +276,7 @@ def _best_path(evidence: list[np.ndarray], links: _Links | None = None) -> list[
             total[np.arange(count), np.arange(count)] = now
             came = np.full((count, count), -1, dtype=np.int64)
             came[np.arange(count), np.arange(count)] = came_flat
-            seen, previous = True, s
+            previous = s
         else:
             came = reach.argmax(axis=1)  # [p, now]: the best before
             total = np.take_along_axis(reach, came[:, None, :], axis=1)[:, 0, :] + scores[None, :]
@@ -303,14 +293,14 @@ def _best_path(evidence: list[np.ndarray], links: _Links | None = None) -> list[
 @dataclass(frozen=True)
 class _Links:
     """A track's long stretches (every trace seen over LINK_COLUMNS columns or more) and its traces' pen widths
-    in every stretch, where the pens tell its curves apart (`_links`)."""
+    in each of them, where the pens tell its curves apart (`_links`)."""
 
-    widths: list[list[PenWidth | None]]  # per stretch, per trace
     long: tuple[int, ...]
+    widths: dict[int, list[PenWidth | None]]  # per long stretch, per trace
 
     def between(self, s: int, t: int) -> np.ndarray:
-        """(traces, traces): what continuing each trace of stretch `s` as each trace of stretch `t` costs: the
-        standard errors by which the width moves beyond PEN_SLACK of them, at most PEN_CAP."""
+        """(traces, traces): what continuing each trace of long stretch `s` as each trace of long stretch `t`
+        costs: the standard errors by which the width moves beyond PEN_SLACK of them, at most PEN_CAP."""
         before, after = self.widths[s], self.widths[t]
         cost = np.zeros((len(before), len(after)))
         for i, a in enumerate(before):
@@ -321,18 +311,27 @@ class _Links:
         return cost
 
 
-def _links(looks: list[list[Look | None]], widths: list[list[PenWidth | None]]) -> _Links | None:
-    """The track's `_Links` where its curves are drawn with pens of different widths, else None."""
-    if not widths or len(widths[0]) < 2:
+def _links(scan: ScanPixels, page: Page, traces: list[ColumnTrace], bounds: list[tuple[int, int]],
+           near: np.ndarray, half: int, looks: list[list[Look | None]]) -> _Links | None:
+    """The track's `_Links` where its curves are drawn with pens of different widths, else None. Each trace's
+    pen is read in the long stretches alone (`ink.stroke_widths`), over its columns away from other traces
+    and across the rows within which another trace would touch it."""
+    if len(traces) < 2:
         return None
     long = tuple(s for s, row in enumerate(looks)
                  if all(look is not None and look.columns >= LINK_COLUMNS for look in row))
-    measured = [[pen for pen in widths[s] if pen is not None] for s in long]
-    apart = [min(abs(math.log(max(a.px, 0.5) / max(b.px, 0.5))) for a, b in itertools.combinations(pens, 2))
-             for pens, s in zip(measured, long, strict=True) if len(pens) == len(widths[s])]
+    spans = [bounds[s] for s in long]
+    per_trace = []
+    for trace in traces:
+        cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
+        per_trace.append(stroke_widths(scan, page, trace.row[cols], cols, 2 * half + 2, spans, MIN_COLUMNS))
+    widths = {s: [pens[k] for pens in per_trace] for k, s in enumerate(long)}
+    apart = [min(abs(math.log(max(a.px, 0.5) / max(b.px, 0.5))) for a, b in itertools.combinations(measured, 2))
+             for measured in ([pen for pen in pens if pen is not None] for pens in widths.values())
+             if len(measured) == len(traces)]
     if len(apart) < PEN_STRETCHES or float(np.median(apart)) < PEN_APART:
         return None
-    return _Links(widths, long)
+    return _Links(long, widths)
 
 
 def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[int],

@@ -148,6 +148,17 @@ def look_at(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, ha
     return looks_along(scan, page, rows, cols, half, [(int(cols[0]), int(cols[-1]) + 1)] if cols.size else [(0, 0)])[0]
 
 
+def rows_about(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray,
+               reach: int) -> tuple[np.ndarray, np.ndarray]:
+    """(window, cols): for a trace at image `rows` of columns `cols`, the image rows within `reach` of it in
+    each column (clipped to the scan), and those columns, less the ones a grid line crosses or runs along
+    within the window (ink there says nothing of the curve)."""
+    height = scan.gray.shape[0]
+    window = np.clip(np.rint(rows)[:, None].astype(np.int64) + np.arange(-reach, reach + 1)[None, :], 0, height - 1)
+    seen = ~page.grid_cols[cols] & ~page.grid_rows[window].any(axis=1)
+    return window[seen], cols[seen]
+
+
 def looks_along(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, half: int,
                 bounds: list[tuple[int, int]], min_columns: int = 1) -> list[Look | None]:
     """`look_at` for each [start, stop) column range of `bounds` (ascending, not overlapping) along one
@@ -155,10 +166,7 @@ def looks_along(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray
     or None where fewer than `min_columns` are left to see. The same values as `look_at` range by range:
     each range's darknesses sorted on their own (one sort of the whole trace, by range), its ink those
     sorted last."""
-    height = scan.gray.shape[0]
-    window = np.clip(np.rint(rows)[:, None].astype(np.int64) + np.arange(-half, half + 1)[None, :], 0, height - 1)
-    seen = ~page.grid_cols[cols] & ~page.grid_rows[window].any(axis=1)
-    window, cols = window[seen], cols[seen]
+    window, cols = rows_about(scan, page, rows, cols, half)
     starts = np.searchsorted(cols, [a for a, _ in bounds])
     stops = np.searchsorted(cols, [b for _, b in bounds])
     pixels = scan.gray[window, cols[:, None]]
@@ -213,10 +221,7 @@ def stroke_widths(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarr
     out: list[PenWidth | None] = [None] * len(bounds)
     if cols.size == 0:
         return out
-    height = scan.gray.shape[0]
-    window = np.clip(np.rint(rows)[:, None].astype(np.int64) + np.arange(-reach, reach + 1)[None, :], 0, height - 1)
-    seen = ~page.grid_cols[cols] & ~page.grid_rows[window].any(axis=1)
-    window, at = window[seen], cols[seen]
+    window, at = rows_about(scan, page, rows, cols, reach)
     ink = np.clip(page.paper[at][:, None] - scan.gray[window, at[:, None]], 0.0, None)
     peak = ink.max(axis=1)
     width = ink.sum(axis=1) / np.maximum(peak, 1.0)
