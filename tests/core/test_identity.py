@@ -436,6 +436,38 @@ def test_curves_told_apart_only_by_their_pens_keep_them_through_crossings(pens: 
     assert naming.identity == ["ambiguous", "ambiguous"]
 
 
+def test_a_curves_pen_names_the_short_stretches_between_long_ones() -> None:
+    """Two solid dark curves, pens of 1 and 4 px, zigzag across each other at one slope (a stroke reads
+    wider than its pen where it is steep, so at one slope each pen reads one width all along). Every 200
+    columns the tracer hands each curve's trace to the other over 60 columns, cut into three short
+    stretches where both traces break for a column, as a jagged curve's track is cut every ten columns or
+    so. Joined only from one long stretch to the next (`_Links`), a curve keeps the tracer's swaps there (a
+    quarter of its columns on the other curve); each curve's pen, read off the long stretches, names the
+    short ones too. Which of the two is C0 nothing says, so both stay flagged."""
+    width = 2400
+    cols = np.arange(width)
+    zigzag = 120.0 + 300.0 * 2 * np.abs((cols / 800.0) % 1.0 - 0.5)
+    centres = [zigzag, 540.0 - zigzag]
+    image = np.full((540, width), 255, np.uint8)
+    for rows, pen in zip(centres, (1, 4), strict=True):
+        for x in cols:
+            low, high = sorted((rows[x], rows[max(x - 1, 0)]))  # a stroke covers the rows it moves over
+            image[int(round(low - (pen - 1) / 2)) : int(round(high + (pen - 1) / 2)) + 1, x] = 0
+    upper, lower = np.minimum(*centres), np.maximum(*centres)
+    first, second = upper.copy(), lower.copy()
+    for start in range(110, width, 200):
+        run = slice(start, start + 60)
+        first[run], second[run] = lower[run], upper[run]
+        for trace in (first, second):
+            trace[[start, start + 20, start + 40, start + 59]] = np.nan
+    naming = name_traces([_trace(first, 20.0, 520.0), _trace(second, 20.0, 520.0)], _alike_pair(), ScanPixels(image))
+    for trace in naming.traces:
+        found = np.isfinite(trace.row)
+        on = [np.mean(np.abs(trace.row[found] - rows[found]) <= 2.0) for rows in centres]
+        assert max(on) >= 0.95, on
+    assert naming.identity == ["ambiguous", "ambiguous"]
+
+
 def test_curves_with_one_pen_keep_the_tracers_order_through_crossings() -> None:
     """The same crossings drawn with one pen: nothing tells which way the curves went, and the traces are
     named as the tracer handed them over, never switched at random."""
