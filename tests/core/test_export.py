@@ -63,6 +63,27 @@ def test_las_reads_back_with_lasio(result: Digitised) -> None:
     assert "0.2 2000 LOG" in str(las.params["SCL2"].value)
 
 
+def test_las_rows_are_lasios_own(result: Digitised) -> None:
+    """The ~ASCII rows are written as lasio's writer writes them, value for value: the same file as lasio
+    writing every row, for values of every size and sign, NULLs and a value too long for its field."""
+    values = np.array([0.0, -0.0, 1.5, -2.25, 123456.789, -1.234567e-5, 3.3e21, -7.7e-300, np.nan, 1e100])
+    rows = np.resize(values, result.depth.size)
+    wide = dataclasses.replace(result, curves=[dataclasses.replace(result.curves[0], values=rows),
+                                              dataclasses.replace(result.curves[1], values=rows[::-1].copy())])
+    text = to_las(wide, META)
+    las = lasio.read(io.StringIO(text))
+    everything = lasio.LASFile()
+    everything.version, everything.well = las.version, las.well
+    everything.params, everything.other = las.params, las.other
+    for curve in las.curves:
+        everything.append_curve(curve.mnemonic, curve.data, unit=curve.unit, descr=curve.descr)
+    buffer = io.StringIO()
+    everything.write(buffer, version=2.0, wrap=False, fmt="%.6g")
+    lasio_rows = [line for line in buffer.getvalue().split("~A", 1)[1].splitlines()[1:] if line.strip()]
+    assert text.split("~A", 1)[1].splitlines()[1:] == lasio_rows
+    assert any("1e+100" in line for line in lasio_rows) and any("-999.25" in line for line in lasio_rows)
+
+
 def test_las_writes_the_null_value_in_the_data(result: Digitised) -> None:
     text = to_las(result, META)
     data = text.split("~A", 1)[1].splitlines()[1:]
