@@ -317,9 +317,13 @@ class _Links:
         for i, a in enumerate(before):
             for j, b in enumerate(after):
                 if a is not None and b is not None:
-                    moved = abs(a.px - b.px) / math.hypot(a.error, b.error)
-                    cost[i, j] = min(max(0.0, moved - PEN_SLACK), PEN_CAP)
+                    cost[i, j] = _pen_moved(a, b, PEN_CAP)
         return cost
+
+
+def _pen_moved(width: PenWidth, pen: PenWidth, cap: float) -> float:
+    """The standard errors by which `width` is off `pen`, beyond PEN_SLACK of them, at most `cap`."""
+    return min(max(0.0, abs(width.px - pen.px) / math.hypot(width.error, pen.error) - PEN_SLACK), cap)
 
 
 def _links(scan: ScanPixels, page: Page, traces: list[ColumnTrace], bounds: list[tuple[int, int]],
@@ -357,14 +361,14 @@ def _pens_said(evidence: list[np.ndarray], links: _Links, path: list[Assignment]
     deviations, at least PEN_QUANTUM); a trace (`widths`: per trace, per stretch) as far from it as PEN_SLACK
     standard errors or more speaks against the curve by the excess, at most PEN_SAID. Which curve is which
     is still the hints' to say: a pen is a curve's own along the track, not a name."""
-    pens: list[tuple[float, float] | None] = []
+    pens: list[PenWidth | None] = []  # per curve: its pen's width, give or take its spread
     for c in range(len(widths)):
         read = np.array([w.px for w in (links.widths[s][path[s][c]] for s in links.long) if w is not None])
         if read.size == 0:
             pens.append(None)
             continue
         centre = float(np.median(read))
-        pens.append((centre, max(1.4826 * float(np.median(np.abs(read - centre))), PEN_QUANTUM)))
+        pens.append(PenWidth(centre, max(1.4826 * float(np.median(np.abs(read - centre))), PEN_QUANTUM)))
     said = []
     for s, scores in enumerate(evidence):
         against = np.zeros(scores.shape)
@@ -372,8 +376,7 @@ def _pens_said(evidence: list[np.ndarray], links: _Links, path: list[Assignment]
             width = trace_widths[s]
             for c, pen in enumerate(pens):
                 if width is not None and pen is not None:
-                    moved = abs(width.px - pen[0]) / math.hypot(width.error, pen[1])
-                    against[c, t] = min(max(0.0, moved - PEN_SLACK), PEN_SAID)
+                    against[c, t] = _pen_moved(width, pen, PEN_SAID)
         said.append(scores - against)
     return said
 
