@@ -1,0 +1,37 @@
+"""bench/lease_train.sh on the CPU, small: the script that trains a recipe within a GPU lease probes, plans
+its epochs, trains, leaves the last checkpoint and its figures in $OUT, and returns once training ends,
+read through a pipe as a lease's call reads it (its checkpoint copier is ended and holds no pipe open)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from veernet_core.checkpoint import deserialize
+from veernet_core.digitise.predict import read_checkpoint, training_scale
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_lease_script_trains_within_its_deadline_and_returns_its_checkpoint(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "OUT": str(out), "SCALE": "0.05", "DEADLINE": "600", "PROBE_LOGS": "12", "LOGS": "16",
+           "MAX_EPOCHS": "2", "DEVICE": "cpu", "WORKERS": "0", "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
+    # Through a pipe, as a lease's call reads it: the command must end when training ends.
+    done = subprocess.run(["bash", str(ROOT / "bench" / "lease_train.sh")], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=500)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = (out / "plan.txt").read_text()
+    assert "train exit 0" in plan, plan
+    epochs = int(plan.split("epochs ")[1].split()[0])
+    assert epochs == 2  # MAX_EPOCHS: the probe's estimate leaves time for more
+    state = deserialize(read_checkpoint(str(out / "model.pt"))[0])
+    assert training_scale(state) == 0.05
+    assert state["train_config"]["epochs"] == epochs
+    assert state["train_config"]["pixel_budget"] == round(2621440 * (0.05 / 0.2) ** 2)
+    assert json.loads((out / "model.json").read_text())["epoch"] == epochs
+    assert json.loads((out / "config.json").read_text())["data"]["dataset_size"] == 16
