@@ -31,13 +31,22 @@ export PYTHONUNBUFFERED=1
 
 { nvidia-smi -L 2>/dev/null; "$PY" -c 'import torch, numpy; print(torch.__version__, torch.backends.cudnn.version(), numpy.__version__)'
   nproc; df -B1 /dev/shm | tail -1; } > "$OUT/env.txt" 2>&1
-SHM=$(df -B1 /dev/shm | tail -1 | awk '{print $2}')
-BASE_SCALE=$("$PY" -c "import json; print(json.load(open('$CONFIG'))['data']['scale'])")
-BASE_BUDGET=$("$PY" -c "import json; print(json.load(open('$CONFIG'))['pixel_budget'])")
-LOGS=${LOGS:-$("$PY" -c "import json; print(json.load(open('$CONFIG'))['data']['dataset_size'])")}
-BUDGET=$("$PY" -c "print(round($BASE_BUDGET * ($SCALE / $BASE_SCALE) ** 2))")
-# Batches in flight (prefetch 2 per worker, 16 B a padded pixel) within a quarter of /dev/shm.
-WORKERS=${WORKERS:-$("$PY" -c "import os; print(max(1, min(os.cpu_count() - 2, int(0.25 * $SHM // (2 * $BUDGET * 16)))))")}
+# The recipe's pixel budget grown with a log's pixels; its dataset size; and the loader workers whose batches in
+# flight fit the share of /dev/shm that `veernet_core.train.loader_workers` allows (at most CPUs - 2), in one read.
+read -r BUDGET RECIPE_LOGS AUTO_WORKERS < <("$PY" - "$CONFIG" "$SCALE" <<'PY'
+import json, os, sys
+from veernet_core.config import TrainConfig
+from veernet_core.train import LOADER_BYTES_PER_PIXEL, SHM_SHARE, shared_memory_bytes
+c, scale = json.load(open(sys.argv[1])), float(sys.argv[2])
+budget = round(c["pixel_budget"] * (scale / c["data"]["scale"]) ** 2)
+in_flight = TrainConfig.from_dict(c).prefetch_factor * budget * LOADER_BYTES_PER_PIXEL
+shm = shared_memory_bytes()
+workers = os.cpu_count() - 2 if shm is None else min(os.cpu_count() - 2, int(SHM_SHARE * shm // in_flight))
+print(budget, c["data"]["dataset_size"], max(1, workers))
+PY
+)
+LOGS=${LOGS:-$RECIPE_LOGS}
+WORKERS=${WORKERS:-$AUTO_WORKERS}
 echo "scale $SCALE budget $BUDGET workers $WORKERS logs $LOGS" | tee "$OUT/plan.txt"
 
 config() {  # config LOGS EPOCHS KEEP -> $WORK/config-LOGS.json

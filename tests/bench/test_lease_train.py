@@ -32,6 +32,8 @@ def test_the_lease_script_trains_within_its_deadline_and_returns_its_checkpoint(
     state = deserialize(read_checkpoint(str(out / "model.pt"))[0])
     assert training_scale(state) == 0.05
     assert state["train_config"]["epochs"] == epochs
-    assert state["train_config"]["pixel_budget"] == round(2621440 * (0.05 / 0.2) ** 2)
+    recipe = json.loads((ROOT / "veernet_core" / "assets" / "bundled-config.json").read_text())
+    area = (0.05 / recipe["data"]["scale"]) ** 2
+    assert state["train_config"]["pixel_budget"] == round(recipe["pixel_budget"] * area)
     assert json.loads((out / "model.json").read_text())["epoch"] == epochs
     assert json.loads((out / "config.json").read_text())["data"]["dataset_size"] == 16
