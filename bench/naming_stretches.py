@@ -17,6 +17,8 @@ Per judged stretch, in columns:
   against_evidence  the naming chose it although the stretch's own evidence scores the best one higher;
   tracer_wrong      of the wrong columns, those where the tracer's own assignment (the traces as handed
                     over, before naming) is wrong too.
+  naming_excess_pct the error the wrong names add, per judged column and curve, in % of the track range:
+                    how far off the wrong columns are, which their count does not weigh.
 And per meeting (the cut between two judged stretches), `hand_ons` and `tracer_hand_ons_right`: how often the
 tracer handed each trace on to the trace that continues its curve.
 
@@ -46,32 +48,40 @@ from veernet_core.digitise import identity  # noqa: E402
 UNJUDGED = 0.02  # per curve, in track widths: the next best assignment fits within this of the best
 KEYS = ("judged_columns", "unjudged_columns", "wrong", "no_evidence", "favours_wrong", "against_evidence",
         "tracer_wrong", "hand_ons", "tracer_hand_ons_right")
+# Summed over the wrong stretches: columns x the distance from the truth that their names add, in track widths
+# per curve: how far off the wrong columns are, which a count of them does not weigh.
+EXCESS = "excess_track_width_columns"
+
+
+def misfits(traces: list[np.ndarray], truths: list[np.ndarray], start: int, stop: int) -> dict[tuple[int, ...], float]:
+    """Per assignment of traces to curves, how far its traces are from the curves' truths in columns
+    [start, stop): the mean distance per curve, in track widths, summed over the curves."""
+    fits = {}
+    for option in itertools.permutations(range(len(truths))):
+        misfit = 0.0
+        for curve, trace in enumerate(option):
+            distance = np.abs(traces[trace][start:stop] - truths[curve][start:stop])
+            distance = distance[np.isfinite(distance)]
+            misfit += float(distance.mean()) if distance.size else 0.0
+        fits[option] = misfit
+    return fits
 
 
 def best_assignment(traces: list[np.ndarray], truths: list[np.ndarray], start: int, stop: int) -> tuple[tuple[int, ...],
                                                                                                          float]:
     """(the assignment of traces to curves that fits the truth best in columns [start, stop), how much worse the
     next best fits, in track widths summed over the curves)."""
-    n = len(truths)
-    fits = []
-    for option in itertools.permutations(range(n)):
-        misfit = 0.0
-        for curve, trace in enumerate(option):
-            distance = np.abs(traces[trace][start:stop] - truths[curve][start:stop])
-            distance = distance[np.isfinite(distance)]
-            misfit += float(distance.mean()) if distance.size else 0.0
-        fits.append((misfit, option))
-    fits.sort(key=lambda fit: fit[0])
-    margin = fits[1][0] - fits[0][0] if len(fits) > 1 else 0.0
-    return fits[0][1], margin
+    ranked = sorted(misfits(traces, truths, start, stop).items(), key=lambda fit: fit[1])
+    margin = ranked[1][1] - ranked[0][1] if len(ranked) > 1 else 0.0
+    return ranked[0][0], margin
 
 
 def judge(traces: list[np.ndarray], truths: list[np.ndarray], bounds: list[tuple[int, int]],
-          evidence: list[np.ndarray], path: list[tuple[int, ...]]) -> dict[str, int]:
+          evidence: list[np.ndarray], path: list[tuple[int, ...]]) -> dict[str, float]:
     """The counts of KEYS for one track: its traces as handed to the naming (unwrapped fractions per column),
     its curves' truths, the naming's stretches, the evidence per stretch (curves x traces) and the chosen
     assignment per stretch."""
-    counts = dict.fromkeys(KEYS, 0)
+    counts: dict[str, float] = dict.fromkeys((*KEYS, EXCESS), 0)
     n = len(truths)
     tracer = tuple(range(n))
     best: list[tuple[int, ...] | None] = []
@@ -86,6 +96,8 @@ def judge(traces: list[np.ndarray], truths: list[np.ndarray], bounds: list[tuple
         if chosen == right:
             continue
         counts["wrong"] += stop - start
+        fits = misfits(traces, truths, start, stop)
+        counts[EXCESS] += (stop - start) * (fits[chosen] - fits[right]) / n
         counts["tracer_wrong"] += (stop - start) * (tracer != right)
         chosen_score = float(sum(said[c, t] for c, t in enumerate(chosen)))
         right_score = float(sum(said[c, t] for c, t in enumerate(right)))
@@ -142,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     state = digitise_eval.deserialize(data)
     model, _ = digitise_eval.load_model(data)
     scale = args.scale or float(state["train_config"]["data"]["scale"])
-    totals = dict.fromkeys(KEYS, 0)
+    totals: dict[str, float] = dict.fromkeys((*KEYS, EXCESS), 0)
     tracks = 0
     for index in range(args.logs):
         log = digitise_eval.render_log(args, index, scale, 2)
@@ -156,10 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         call = named[-1]
         truths = [curve.unwrapped_fraction(log.track) for curve in log.curves]
         counts = judge(call["traces"], truths, call["bounds"], call["evidence"], call["path"])
-        totals = {key: totals[key] + counts[key] for key in KEYS}
+        totals = {key: totals[key] + counts[key] for key in totals}
         tracks += 1
+    excess = totals.pop(EXCESS)
+    judged = totals["judged_columns"]
     print(json.dumps({"renderer": args.renderer, "seed": args.seed, "logs": args.logs, "scale": scale,
-                      "tracks_named": tracks, **totals}))
+                      "tracks_named": tracks, **{key: int(value) for key, value in totals.items()},
+                      "naming_excess_pct": round(100 * excess / judged, 3) if judged else None}))
     return 0
 
 

@@ -39,6 +39,8 @@ def test_each_stretch_is_judged_by_the_assignment_that_fits_the_truth_best() -> 
     assert counts["against_evidence"] == 10 and counts["no_evidence"] == 20 and counts["favours_wrong"] == 0
     assert counts["tracer_wrong"] == 0  # the tracer's names are right where the naming's are wrong, and not in 2
     assert counts["hand_ons"] == 2 and counts["tracer_hand_ons_right"] == 1  # cuts 0|1 and 1|2 are judged
+    # 30 wrong columns, each curve read 0.6 of the track off its truth there
+    assert counts[naming_stretches.EXCESS] == pytest.approx(30 * 0.6)
     favoured = naming_stretches.judge([first, second], [low, high], bounds[:1], [np.eye(2)], [keep])
     assert favoured["wrong"] == 0
     misled = naming_stretches.judge([first, second], [low, high], bounds[2:3], [np.eye(2)], [keep])
@@ -53,4 +55,5 @@ def test_a_reduced_scan_is_judged_and_the_naming_is_left_as_it_was(capsys: pytes
     assert result["tracks_named"] >= 1 and result["judged_columns"] > 0
     assert result["wrong"] == result["no_evidence"] + result["favours_wrong"] + result["against_evidence"]
     assert result["tracer_wrong"] <= result["wrong"] and result["tracer_hand_ons_right"] <= result["hand_ons"]
+    assert (result["naming_excess_pct"] > 0) == (result["wrong"] > 0)
     assert (identity.name_traces, identity.stretches, identity._best_path) == originals
