@@ -67,11 +67,10 @@ def misfits(traces: list[np.ndarray], truths: list[np.ndarray], start: int, stop
     return fits
 
 
-def best_assignment(traces: list[np.ndarray], truths: list[np.ndarray], start: int, stop: int) -> tuple[tuple[int, ...],
-                                                                                                         float]:
-    """(the assignment of traces to curves that fits the truth best in columns [start, stop), how much worse the
-    next best fits, in track widths summed over the curves)."""
-    ranked = sorted(misfits(traces, truths, start, stop).items(), key=lambda fit: fit[1])
+def best_assignment(fits: dict[tuple[int, ...], float]) -> tuple[tuple[int, ...], float]:
+    """(the assignment that fits the truth best among `misfits`, how much worse the next best fits, in track
+    widths summed over the curves)."""
+    ranked = sorted(fits.items(), key=lambda fit: fit[1])
     margin = ranked[1][1] - ranked[0][1] if len(ranked) > 1 else 0.0
     return ranked[0][0], margin
 
@@ -86,7 +85,8 @@ def judge(traces: list[np.ndarray], truths: list[np.ndarray], bounds: list[tuple
     tracer = tuple(range(n))
     best: list[tuple[int, ...] | None] = []
     for (start, stop), said, chosen in zip(bounds, evidence, path, strict=True):
-        right, margin = best_assignment(traces, truths, start, stop)
+        fits = misfits(traces, truths, start, stop)
+        right, margin = best_assignment(fits)
         if margin < UNJUDGED * n:
             counts["unjudged_columns"] += stop - start
             best.append(None)
@@ -96,11 +96,9 @@ def judge(traces: list[np.ndarray], truths: list[np.ndarray], bounds: list[tuple
         if chosen == right:
             continue
         counts["wrong"] += stop - start
-        fits = misfits(traces, truths, start, stop)
         counts[EXCESS] += (stop - start) * (fits[chosen] - fits[right]) / n
         counts["tracer_wrong"] += (stop - start) * (tracer != right)
-        chosen_score = float(sum(said[c, t] for c, t in enumerate(chosen)))
-        right_score = float(sum(said[c, t] for c, t in enumerate(right)))
+        chosen_score, right_score = identity._score(said, chosen), identity._score(said, right)
         kind = ("no_evidence" if abs(chosen_score - right_score) < 1e-9
                 else "favours_wrong" if chosen_score > right_score else "against_evidence")
         counts[kind] += stop - start
