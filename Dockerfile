@@ -4,6 +4,8 @@ FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    NUMBA_CACHE_DIR=/opt/veernet-numba \
+    NUMBA_CPU_NAME=generic \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     VEERNET_DATA_DIR=/var/lib/veernet
@@ -38,9 +40,16 @@ RUN pip install --constraint constraints.txt . \
 # compose stack's Postgres, Redis and MinIO nothing else is written.
 RUN groupadd --system --gid 10001 veernet \
     && useradd --system --no-log-init --uid 10001 --gid veernet --create-home \
-        --home-dir /var/lib/veernet --shell /usr/sbin/nologin veernet
+        --home-dir /var/lib/veernet --shell /usr/sbin/nologin veernet \
+    && install -d -o 10001 -g 10001 /opt/veernet-numba
 USER 10001:10001
 WORKDIR /var/lib/veernet
+
+# The column tracer's loops (veernet_core/digitise/tracer_loop.py) are compiled by numba on first use and kept in
+# NUMBA_CACHE_DIR, which numba uses only where it may write: compiled here, as the user that runs the workers,
+# no container pays the 10-30 s. NUMBA_CPU_NAME=generic keeps that code valid on any x86-64 CPU, not only the
+# build machine's (the loops are branches over a few numbers per column: nothing for wider vectors to speed up).
+RUN python -c "from veernet_core.digitise.tracer import compile_loops; compile_loops()"
 
 EXPOSE 8000
 # Health of the api (the default command): /healthz answers 503 while the database, the broker or the checkpoint

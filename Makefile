@@ -9,7 +9,7 @@ KEEP ?=
 # The suite's processes: most tests wait on processes and services as much as they compute.
 TEST_WORKERS ?= 2
 
-.PHONY: run test up install lint bench constraints clean
+.PHONY: run test up install loops lint bench constraints clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,16 +20,21 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install --quiet --constraint constraints.txt -e '.[test]'
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) loops
 	./scripts/ensure-tesseract
 
-run: $(STAMP)  ## the main job end to end on the embedded default (SQLite, embedded broker, local checkpoints); KEEP=1: then keep the service up
+# The column tracer's loops are compiled by numba into its cache beside the source (10-30 s, once per change
+# to veernet_core/digitise/tracer_loop.py); with the cache current this only loads them (about a second).
+loops: $(STAMP)
+	$(PY) -c 'from veernet_core.digitise.tracer import compile_loops; compile_loops()'
+
+run: $(STAMP) loops  ## the main job end to end on the embedded default (SQLite, embedded broker, local checkpoints); KEEP=1: then keep the service up
 	$(VENV)/bin/veernet demo --port $(PORT) $(if $(KEEP),--keep)
 
 up: $(STAMP)  ## the same processes against the stack named by DATABASE_URL, BROKER_URL, CHECKPOINT_URL, ...
 	$(VENV)/bin/veernet up --port $(PORT)
 
-test: $(STAMP)  ## install, start the services the tests need if they are down, run every test
+test: $(STAMP) loops  ## install, start the services the tests need if they are down, run every test
 	./scripts/ensure-tesseract
 	./scripts/ensure-services postgres redis chromium
 	# In TEST_WORKERS processes (pytest-xdist), a file's tests in one; then, alone and in one process, the
@@ -43,7 +48,7 @@ lint: $(STAMP)
 
 BENCHES := $(filter-out bench/benchio.py,$(wildcard bench/*.py))
 
-bench: $(STAMP)  ## install what the benches need (wrk; Postgres and Redis started if down), run each; one JSON line each
+bench: $(STAMP) loops  ## install what the benches need (wrk; Postgres and Redis started if down), run each; one JSON line each
 	./scripts/ensure-services postgres redis wrk
 	for script in $(BENCHES); do $(PY) $$script || exit 1; done
 

@@ -75,8 +75,9 @@ def _preload(**_: Any) -> None:
     """Import torch and veernet_core once, in the worker's parent process, before its pool forks.
 
     Each job runs in a fresh child (a fresh CUDA context on a GPU); forked from a parent that has
-    already imported them, it starts training seconds sooner after a recovery. Only imports: the
-    parent never runs an operator nor touches CUDA, so forking stays safe (as for DataLoader workers).
+    already imported them, it starts training seconds sooner after a recovery. Beside the imports, the
+    parent only loads numba's compiled column tracer (running it once on a tiny map): it never runs a
+    torch operator nor touches CUDA, so forking stays safe (as for DataLoader workers).
     """
     if os.environ.get(PRELOAD_ENV) != "1":
         return
@@ -86,7 +87,9 @@ def _preload(**_: Any) -> None:
     import worker.probe_runner  # noqa: F401
     import worker.runner  # noqa: F401
     import worker.segment_runner  # noqa: F401
+    from veernet_core.digitise.tracer import compile_loops
 
+    compile_loops()  # numba's compiled tracer, loaded (or compiled) once for every child the pool forks
     log.info("preloaded torch and veernet_core in the worker's parent process")
 
 

@@ -6,15 +6,17 @@ import dataclasses
 import io
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from veernet_core.digitise import tracer as tracer_module
+from veernet_core.digitise import tracer_loop
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
 from veernet_core.digitise.calibration_fields import LEGACY_WRAP
 from veernet_core.digitise.curves import depth_grid, digitise
-from veernet_core.digitise.tracer import TraceOptions, trace_curves
+from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 from veernet_core.synth import SynthLog, generate
 
 HEIGHT, WIDTH, TOP, BOTTOM = 64, 400, 4.0, 59.0
@@ -148,59 +150,40 @@ def _noisy_single_curve(seed: int, width: int = 600) -> np.ndarray:
     return prob
 
 
-def test_a_one_trace_channel_takes_the_runs_the_general_search_takes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A channel with one trace is followed by an inlined search (`_Tracer._follow`); the general
-    assignment over combinations must give exactly the same trace on noisy maps."""
-    follow = tracer_module._Tracer._follow
-    calls = []
-
-    def counted(self: tracer_module._Tracer, col: int) -> None:
-        calls.append(col)
-        follow(self, col)
-
-    def general(self: tracer_module._Tracer, col: int) -> None:
-        self._births(col, [], self._assign_searched(col, [0]))
-
-    maps = [_noisy_single_curve(seed) for seed in range(12)]
-    monkeypatch.setattr(tracer_module._Tracer, "_follow", counted)
-    inlined = [trace_curves(prob, TOP, BOTTOM) for prob in maps]
-    assert len(calls) > 0.8 * sum(prob.shape[1] for prob in maps)
-    monkeypatch.setattr(tracer_module._Tracer, "_follow", general)
-    for prob, (fast,) in zip(maps, inlined, strict=True):
-        (slow,) = trace_curves(prob, TOP, BOTTOM)
-        assert fast.wrapped.any() and fast.bridged.any() and np.isnan(fast.u).any()  # the map has what it should
+def _assert_same_traces(got: list[ColumnTrace], want: list[ColumnTrace]) -> None:
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
         for name in ("u", "level", "row", "confidence", "bridged"):
-            np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
 
-def test_several_traces_take_the_runs_the_general_search_takes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where every trace's cheapest run is its own, `_Tracer._assign` takes them without the search over
-    combinations (`_assign_searched`); on noisy maps of two and three curves that cross, wrap and break off,
-    the traces must be exactly those of the search in every column."""
-    assign = tracer_module._Tracer._assign
-    searched = tracer_module._Tracer._assign_searched
-    calls = {"assign": 0, "searched": 0}
+def test_a_one_trace_channel_takes_the_runs_the_general_search_takes() -> None:
+    """A trace alone in its channel takes its cheapest run without the search over combinations; the
+    search must give exactly the same trace on noisy maps that wrap, bridge gaps and lose the curve."""
+    for seed in range(12):
+        prob = _noisy_single_curve(seed)
+        fast, assigned, searched = tracer_module._traced(prob, TOP, BOTTOM, 1, TraceOptions())
+        slow, assigned_slow, searched_slow = tracer_module._traced(prob, TOP, BOTTOM, 1, TraceOptions(), searched=True)
+        assert searched == 0 and assigned > 0.8 * prob.shape[1]
+        assert searched_slow == assigned_slow == assigned
+        assert fast[0].wrapped.any() and fast[0].bridged.any() and np.isnan(fast[0].u).any()  # what the map has
+        _assert_same_traces(fast, slow)
 
-    def counted_assign(self: tracer_module._Tracer, col: int, active: list[int]) -> dict[int, tracer_module._Pick]:
-        calls["assign"] += 1
-        return assign(self, col, active)
 
-    def counted_searched(self: tracer_module._Tracer, col: int, active: list[int]) -> dict[int, tracer_module._Pick]:
-        calls["searched"] += 1
-        return searched(self, col, active)
-
-    maps = [(np.maximum.reduce([_noisy_single_curve(3 * seed + k) for k in range(count)]), count)
-            for seed in range(6) for count in (2, 3)]
-    monkeypatch.setattr(tracer_module._Tracer, "_assign", counted_assign)
-    monkeypatch.setattr(tracer_module._Tracer, "_assign_searched", counted_searched)
-    fast = [trace_curves(prob, TOP, BOTTOM, count=count) for prob, count in maps]
-    assert 0 < calls["searched"] < 0.5 * calls["assign"]  # both ways were taken
-    monkeypatch.setattr(tracer_module._Tracer, "_assign", searched)
-    for (prob, count), traces in zip(maps, fast, strict=True):
-        slow = trace_curves(prob, TOP, BOTTOM, count=count)
-        for a, b in zip(traces, slow, strict=True):
-            for name in ("u", "level", "row", "confidence", "bridged"):
-                np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+def test_several_traces_take_the_runs_the_general_search_takes() -> None:
+    """Where every trace's cheapest run is its own, each takes it without the search over combinations;
+    on noisy maps of two and three curves that cross, wrap and break off, the traces must be exactly
+    those of the search in every column."""
+    quick, total = 0, 0
+    for seed in range(6):
+        for count in (2, 3):
+            prob = np.maximum.reduce([_noisy_single_curve(3 * seed + k) for k in range(count)])
+            fast, assigned, searched = tracer_module._traced(prob, TOP, BOTTOM, count, TraceOptions())
+            slow, _, _ = tracer_module._traced(prob, TOP, BOTTOM, count, TraceOptions(), searched=True)
+            quick, total = quick + assigned - searched, total + assigned
+            assert 0 < searched < 0.5 * assigned  # both ways were taken
+            _assert_same_traces(fast, slow)
+    assert quick > 0.5 * total
 
 
 def _relevel_by_loops(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.ndarray]:
@@ -249,12 +232,19 @@ def test_the_unrolled_wrap_levels_are_those_of_the_loops() -> None:
         np.testing.assert_array_equal(got[0], want[0])
 
 
-def _every_combination(options: list[list[tracer_module._Pick]]) -> tuple[tracer_module._Pick | None, ...]:
+class _Pick(NamedTuple):
+    run: int
+    shift: int
+    cost: float
+    far: bool
+
+
+def _every_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
     """The assignment of runs to traces by trying every combination in turn: the most picks on distinct
     runs, then the least summed cost, then the first."""
-    best: tuple[tracer_module._Pick | None, ...] = (None,) * len(options)
+    best: tuple[_Pick | None, ...] = (None,) * len(options)
     best_key = (0, 0.0)
-    ranked = [[None, *sorted(opts, key=lambda p: p.cost)[: tracer_module.CHOICES]] for opts in options]
+    ranked = [[None, *sorted(opts, key=lambda p: p.cost)[: tracer_loop.CHOICES]] for opts in options]
     for combo in itertools.product(*ranked):
         runs_used = [p.run for p in combo if p is not None]
         if len(set(runs_used)) < len(runs_used):
@@ -265,17 +255,39 @@ def _every_combination(options: list[list[tracer_module._Pick]]) -> tuple[tracer
     return best
 
 
-def test_the_bounded_search_assigns_runs_as_trying_every_combination_does() -> None:
+def _compiled_combination(options: list[list[_Pick]]) -> tuple[_Pick | None, ...]:
+    """`tracer_loop.best_combination` on the candidate tables the tracer builds from `options`."""
+    rows = max([len(opts) for opts in options] + [1])
+    picks = np.zeros((len(options), rows, 3), dtype=np.int64)
+    costs = np.zeros((len(options), rows))
+    for t, opts in enumerate(options):
+        for i, pick in enumerate(opts):
+            picks[t, i] = pick.run, pick.shift, int(pick.far)
+            costs[t, i] = pick.cost
+    chosen = np.full(len(options), -1, dtype=np.int64)
+    tracer_loop.best_combination(picks, costs, np.array([len(o) for o in options], dtype=np.int64), chosen)
+    return tuple(options[t][i] if i >= 0 else None for t, i in enumerate(chosen.tolist()))
+
+
+def test_the_assignment_of_runs_to_traces_is_that_of_trying_every_combination() -> None:
     """Two to four traces, a few candidates each, often on the same runs and at equal costs (ties must
     go to the combination the exhaustive search meets first)."""
     rng = np.random.default_rng(5)
     for _ in range(3000):
         traces, runs = int(rng.integers(2, 5)), int(rng.integers(1, 6))
-        options = [[tracer_module._Pick(int(rng.integers(0, runs)), int(rng.integers(-1, 2)),
-                                        float(rng.choice([0.0, 0.05, 0.1, 0.25, 1.0, 1.05])) + float(rng.random() < 0.3)
-                                        * float(rng.random()), bool(rng.random() < 0.3))
+        options = [[_Pick(int(rng.integers(0, runs)), int(rng.integers(-1, 2)),
+                          float(rng.choice([0.0, 0.05, 0.1, 0.25, 1.0, 1.05])) + float(rng.random() < 0.3)
+                          * float(rng.random()), bool(rng.random() < 0.3))
                     for _ in range(int(rng.integers(0, 7)))] for _ in range(traces)]
-        assert tracer_module.best_combination(options) == _every_combination(options), options
+        assert _compiled_combination(options) == _every_combination(options), options
+
+
+def test_sums_are_numpys_own() -> None:
+    """The tracer's sums of a run's weights, as NumPy sums them (pairwise, in blocks), to the last bit."""
+    rng = np.random.default_rng(8)
+    for n in [*range(0, 300), 1000, 4097]:
+        values = rng.random(n + 5) * 10.0 ** rng.uniform(-3, 3, n + 5)
+        assert tracer_loop._pairwise_sum(values, 3, n) == values[3 : 3 + n].sum(), n
 
 
 def _wrapping_log() -> SynthLog:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from api.settings import Settings
 
 # Dockerfile ENV names that configure Python, pip or the shell rather than the service.
 IMAGE_ENV = {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PIP_NO_CACHE_DIR", "PIP_DISABLE_PIP_VERSION_CHECK",
-             "PATH"}
+             "PATH", "NUMBA_CACHE_DIR", "NUMBA_CPU_NAME"}
 PROJECT_INSTALL = "pip install --constraint constraints.txt ."
 
 
@@ -91,6 +92,26 @@ def test_the_project_installs_at_the_pinned_versions_and_pip_checks_them(dockerf
     copied = [rest.split()[:-1] for key, rest in instructions(dockerfile)[:run_index(dockerfile, PROJECT_INSTALL)]
               if key == "COPY"]
     assert any("constraints.txt" in sources for sources in copied), f"{dockerfile} installs before it copies"
+
+
+def image_env(dockerfile: str) -> dict[str, str]:
+    return dict(re.findall(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=(\S+)", " ".join(arguments(dockerfile, "ENV"))))
+
+
+COMPILE_LOOPS = "compile_loops()"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_images_compile_the_tracers_loops_as_their_user_into_a_cache_it_owns(dockerfile: str) -> None:
+    """numba uses a cache only where it may write: the loops are compiled after the install, as the user the
+    containers run as, into NUMBA_CACHE_DIR, made for that user; for any x86-64 CPU, not the build machine's."""
+    env = image_env(dockerfile)
+    assert env.get("NUMBA_CPU_NAME") == "generic"
+    user = arguments(dockerfile, "USER")[-1]
+    steps = instructions(dockerfile)
+    user_at = max(i for i, (key, _) in enumerate(steps) if key == "USER")
+    made = run_index(dockerfile, f"install -d -o {user.replace(':', ' -g ')} {env['NUMBA_CACHE_DIR']}")
+    assert run_index(dockerfile, PROJECT_INSTALL) < made < user_at < run_index(dockerfile, COMPILE_LOOPS)
 
 
 def test_the_cpu_image_uses_a_cpu_build_of_torch() -> None:
@@ -199,3 +220,25 @@ def test_the_images_entry_points_import_from_the_installed_wheel(installed_wheel
     script = subprocess.run([str(site / "bin" / "veernet"), "worker", "--help"], env=env, cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert script.returncode == 0 and "--ping" in script.stdout and "all" in script.stdout, script.stderr
+
+
+def test_the_images_compile_step_fills_numbas_cache_for_the_installed_wheel(installed_wheel: Path,
+                                                                              tmp_path: Path) -> None:
+    """The images' RUN that compiles the tracer's loops, on the installed wheel: it writes them to
+    NUMBA_CACHE_DIR, and a later process (a worker) loads every one from there instead of compiling."""
+    command = instructions("Dockerfile")[run_index("Dockerfile", COMPILE_LOOPS)][1]
+    assert command == instructions("Dockerfile.gpu")[run_index("Dockerfile.gpu", COMPILE_LOOPS)][1]
+    argv = shlex.split(command)
+    assert argv[0] == "python"
+    site = installed_wheel.parents[1] / "site"
+    cache = tmp_path / "numba"
+    env = {**os.environ, "PYTHONPATH": str(site), "NUMBA_CACHE_DIR": str(cache),
+           "NUMBA_CPU_NAME": image_env("Dockerfile")["NUMBA_CPU_NAME"], "NUMBA_DEBUG_CACHE": "1"}
+    first = subprocess.run([sys.executable, *argv[1:]], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert "data saved" in first.stdout and any(cache.rglob("tracer_loop.follow-*.nbi")), first.stdout[-2000:]
+    again = subprocess.run([sys.executable, *argv[1:]], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "data loaded" in again.stdout and "data saved" not in again.stdout, again.stdout[-2000:]
