@@ -25,7 +25,8 @@ not be the work it does. For each:
               full-resolution scan: read at the model's scale (information, beside the targets).
   rss         peak RSS (ru_maxrss) of a fresh process that runs the segment worker's own function
               (`worker.segment_runner.digitise_scan`) on the scan; `rss_base_mb` is the same process
-              after imports and model load, before the scan.
+              after imports, model load and the tracer's compiled loops (`tracer.compile_loops`, as a
+              worker loads them before its pool forks), before the scan.
 
 Prints one JSON line; `e2e_over_forward` is the larger of the two widths' best-e2e / forward ratios.
 Targets: e2e_over_forward <= 1.3, rss_ratio_12800_vs_3200 <= 1.25.
@@ -70,6 +71,7 @@ from veernet_core.digitise.predict import (  # noqa: E402
     load_model,
     tile_layout,
 )
+from veernet_core.digitise.tracer import compile_loops  # noqa: E402
 from veernet_core.synth import SynthLog, generate, log_size  # noqa: E402
 
 WIDTHS = (3200, 12800)
@@ -217,6 +219,7 @@ def rss_child(scan_path: str, config_path: str) -> None:
 
     config = json.loads(Path(config_path).read_text())
     segment_runner._model(config["model"], None)
+    compile_loops()  # as the worker's parent does before its pool forks (worker.tasks._preload)
     base = rss_mb()
     segment_runner.digitise_scan(config, Path(scan_path).read_bytes(), None, get_settings())
     print(json.dumps({"rss_base_mb": round(base, 1), "rss_peak_mb": round(rss_mb(), 1)}))
@@ -233,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     logs = {width: generate(args.seed, index, 1.0, 3) for width, index in find_logs(args.seed).items()}
     scans = {width: png(log.image) for width, log in logs.items()}
     model, _ = load_model(bundled_model_path())
+    # The tracer's compiled loops, loaded before the stages are timed, as a segment worker's parent loads them
+    # before its pool forks (worker.tasks._preload): no job pays for loading them.
+    compile_loops()
     stated = read_every_pixel(model)
     result: dict[str, Any] = {"threads": torch.get_num_threads(), "torch_version": torch.__version__,
                               "seed": args.seed, "repeats": args.repeats,

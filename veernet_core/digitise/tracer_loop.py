@@ -25,6 +25,8 @@ The rules, per column:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numba import njit
@@ -47,11 +49,24 @@ EXTENT_LO, EXTENT_HI, SLOPE = 0, 1, 2
 # Columns of a candidate table: run, level shift, far (0 / 1); costs in a float array beside it.
 RUN, SHIFT, FAR = 0, 1, 2
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _compiled(function: F) -> F:
+    """`function` compiled by numba, its machine code kept in numba's cache (NUMBA_CACHE_DIR, else beside this
+    file, else the user's cache folder: the first numba may write to); where none is writable, compiled
+    afresh in every process that uses it."""
+    try:
+        return cast(F, njit(cache=True)(function))
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return cast(F, njit(function))
+
+
 # `follow`'s options, in this order in its `options` array.
 OPTION_NAMES = ("gate_px", "gate_per_gap_column", "far_gate", "max_gap", "confirm", "edge_px", "history")
 
 
-@njit(cache=True)
+@_compiled
 def _block_sum(a: np.ndarray, start: int, n: int) -> float:  # pragma: no cover - compiled
     """NumPy's sum of at most 128 float64s: in order below 8, else eight accumulators then the rest."""
     if n < 8:
@@ -80,7 +95,7 @@ def _block_sum(a: np.ndarray, start: int, n: int) -> float:  # pragma: no cover 
     return res
 
 
-@njit(cache=True)
+@_compiled
 def _pairwise_sum(a: np.ndarray, start: int, n: int) -> float:  # pragma: no cover - compiled
     """`a[start:start + n].sum()` as NumPy sums a float64 array: blocks of at most 128 (`_block_sum`),
     halved above that (the half a multiple of 8) and the halves' sums added. The halving is walked with
@@ -116,14 +131,14 @@ def _pairwise_sum(a: np.ndarray, start: int, n: int) -> float:  # pragma: no cov
     return sums[0]
 
 
-@njit(cache=True)
+@_compiled
 def _reset(ints: np.ndarray, floats: np.ndarray, k: int) -> None:  # pragma: no cover - compiled
     ints[k, :] = 0
     ints[k, LAST] = NEVER
     floats[k, :] = 0.0
 
 
-@njit(cache=True)
+@_compiled
 def _fit(hist_c: np.ndarray, hist_u: np.ndarray, ints: np.ndarray, floats: np.ndarray, k: int,
          history: int) -> None:  # pragma: no cover - compiled
     """Slope of a least-squares line through the history's detections close together (within 3 *
@@ -157,7 +172,7 @@ def _fit(hist_c: np.ndarray, hist_u: np.ndarray, ints: np.ndarray, floats: np.nd
     floats[k, SLOPE] = moment / spread
 
 
-@njit(cache=True)
+@_compiled
 def _predict(hist_c: np.ndarray, hist_u: np.ndarray, ints: np.ndarray, floats: np.ndarray, k: int, col: int,
              history: int) -> float:  # pragma: no cover - compiled
     """From the last clean detection along the history's slope (beds make curves step, and a step the
@@ -170,7 +185,7 @@ def _predict(hist_c: np.ndarray, hist_u: np.ndarray, ints: np.ndarray, floats: n
     return hist_u[k, n - 1] + floats[k, SLOPE] * (col - hist_c[k, n - 1])
 
 
-@njit(cache=True)
+@_compiled
 def _add(hist_c: np.ndarray, hist_u: np.ndarray, ints: np.ndarray, floats: np.ndarray, k: int, col: int, u: float,
          level: int, lo: float, hi: float, contested: bool, far: bool, max_gap: int,
          history: int) -> None:  # pragma: no cover - compiled
@@ -196,14 +211,14 @@ def _add(hist_c: np.ndarray, hist_u: np.ndarray, ints: np.ndarray, floats: np.nd
         ints[k, FITTED] = 0
 
 
-@njit(cache=True)
+@_compiled
 def _coasting(hist_c: np.ndarray, ints: np.ndarray, k: int, col: int) -> int:  # pragma: no cover - compiled
     """Columns since the trace's last clean detection."""
     n = ints[k, COUNT]
     return col - hist_c[k, n - 1] - 1 if n > 0 else 0
 
 
-@njit(cache=True)
+@_compiled
 def _candidates(k: int, col: int, p: float, first: int, last: int, f_lo: np.ndarray, f_hi: np.ndarray,
                 f_c: np.ndarray, hist_c: np.ndarray, ints: np.ndarray, floats: np.ndarray, opts: np.ndarray,
                 span: float, picks: np.ndarray, costs: np.ndarray, cheapest_only: bool) -> int:  # pragma: no cover
@@ -304,7 +319,7 @@ def _candidates(k: int, col: int, p: float, first: int, last: int, f_lo: np.ndar
     return count
 
 
-@njit(cache=True)
+@_compiled
 def best_combination(picks: np.ndarray, costs: np.ndarray, counts: np.ndarray,
                      chosen: np.ndarray) -> None:  # pragma: no cover - compiled
     """One pick or none per trace (trace t's candidates are rows 0..counts[t] of `picks[t]` and
@@ -366,7 +381,7 @@ def best_combination(picks: np.ndarray, costs: np.ndarray, counts: np.ndarray,
         order[t] += 1
 
 
-@njit(cache=True)
+@_compiled
 def _split_centre(prob: np.ndarray, col: int, lo: int, hi: int, fallback: float, top: float, span: float,
                   mine: float, others: np.ndarray, n_others: int) -> float:  # pragma: no cover - compiled
     """Centroid of the rows of a shared run (one row either side) nearer this trace's prediction than the
@@ -392,7 +407,7 @@ def _split_centre(prob: np.ndarray, col: int, lo: int, hi: int, fallback: float,
     return _pairwise_sum(moments, 0, n) / total
 
 
-@njit(cache=True)
+@_compiled
 def _confirmed(col: int, run: int, bounds: np.ndarray, lo_rows: np.ndarray, hi_rows: np.ndarray,
                centres: np.ndarray, confirm: int, gate_px: float, per_gap_px: float,
                width: int) -> bool:  # pragma: no cover - compiled
@@ -418,7 +433,7 @@ def _confirmed(col: int, run: int, bounds: np.ndarray, lo_rows: np.ndarray, hi_r
     return found >= min(confirm, width - 1 - col)
 
 
-@njit(cache=True)
+@_compiled
 def follow(prob: np.ndarray, top: float, span: float, count: int, opts: np.ndarray, bounds: np.ndarray,
            lo_rows: np.ndarray, hi_rows: np.ndarray, centres: np.ndarray, confidence: np.ndarray,
            f_lo: np.ndarray, f_hi: np.ndarray, f_c: np.ndarray,
@@ -663,7 +678,7 @@ def follow(prob: np.ndarray, top: float, span: float, count: int, opts: np.ndarr
     return u_out, level_out, conf_out, assigned_columns, searched_columns
 
 
-@njit(cache=True)
+@_compiled
 def wrap_levels(f: np.ndarray, spans: np.ndarray, level_cost: float) -> np.ndarray:  # pragma: no cover - compiled
     """The wrap level (-1, 0, 1) of each of a trace's detections `f` (fractions of the track; `spans`, the
     columns between each and the next), chosen for the whole trace at once (Viterbi): the levels whose
