@@ -17,7 +17,10 @@ not be the work it does. For each:
               SQLite, embedded broker, local store, a temporary VEERNET_DATA_DIR), timed from the client
               from sending the upload to holding the result JSON; best and median of `repeats`, after one
               warm-up request per width (torch import, model load, first shapes). Interleaved with the
-              forward runs so both see the same machine.
+              forward runs so both see the same machine. For the best request: `queue_s` and `worker_s`
+              (claimed to finished) from the job's times, `worker_predict_s`, the model's tiled inference
+              as the worker itself timed it (the `seconds` of the job's result), and
+              `e2e_beside_worker_predict_s`, the rest of the request beside it.
   stages      one in-process run of the segment worker's pipeline (`veernet_core.digitise.pipeline`, timed by
               its `StageTimer`), stage by stage (decode, tiled inference with blending, tracing, each export),
               to show where the time goes.
@@ -168,9 +171,11 @@ def segment(client: httpx.Client, scan: bytes, log: SynthLog, stated: Stated) ->
 
 
 def job_split(job: dict[str, Any]) -> dict[str, float]:
-    """Queue wait (created to claimed) and worker time (claimed to finished), from the job's own times."""
+    """Queue wait (created to claimed) and worker time (claimed to finished), from the job's own times; and
+    the model's tiled inference as the worker timed it (its `predict` stage, in the job's result)."""
     at = {k: datetime_s(job[k]) for k in ("created_at", "started_at", "finished_at")}
-    return {"queue_s": at["started_at"] - at["created_at"], "worker_s": at["finished_at"] - at["started_at"]}
+    return {"queue_s": at["started_at"] - at["created_at"], "worker_s": at["finished_at"] - at["started_at"],
+            "worker_predict_s": job["result"]["seconds"]["predict"]}
 
 
 def datetime_s(text: str) -> float:
@@ -263,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             "e2e_best_s": round(e2e, 3), "e2e_median_s": round(statistics.median(t["e2e"]), 3),
             "e2e_runs_s": [round(x, 3) for x in t["e2e"]],
             "queue_s": round(split["queue_s"], 3), "worker_s": round(split["worker_s"], 3),
+            "worker_predict_s": split["worker_predict_s"],
+            "e2e_beside_worker_predict_s": round(e2e - split["worker_predict_s"], 3),
             "e2e_over_forward": round(e2e / forward, 3), "stages_s": t["stages"], **rss[width],
             "forward_whole_runs_s": [round(x, 3) for x in t["whole"]],
             "forward_tiled_runs_s": [round(x, 3) for x in t["tiled"]],

@@ -80,9 +80,12 @@ def _run_segment_job(job_id: int) -> str:
     if started is None:
         return "ignored"
     attempt, job, heartbeat = started
+    from veernet_core.digitise.pipeline import StageTimer
+
     store = get_store()
+    timer = StageTimer()
     try:
-        files = digitise_scan(job.config, store.get(input_key(job_id)), store, settings)
+        files = digitise_scan(job.config, store.get(input_key(job_id)), store, settings, timer)
         if heartbeat.lost.is_set():
             return "lease lost"
         for name, data in files.items():
@@ -92,6 +95,8 @@ def _run_segment_job(job_id: int) -> str:
         return job_failed(job_id, attempt, "segment", settings, f"{exc.__class__.__name__}: {exc}", heartbeat)
     finally:
         heartbeat.stop()
-    summary = {"files": result_paths(job_id), "model_id": job.config["model"]["model_id"]}
+    # Seconds per stage of the pipeline (decode, model, predict, trace, ...; the PNG stages overlap others).
+    seconds = {stage: round(spent, 3) for stage, spent in timer.seconds.items()}
+    summary = {"files": result_paths(job_id), "model_id": job.config["model"]["model_id"], "seconds": seconds}
     done = fenced(job_id, settings, lambda s: jobs.finish(s, job_id, attempt, "succeeded", result=summary), "finish")
     return "succeeded" if done else "lease lost"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import datetime
 from typing import Any
 
 import lasio
@@ -39,6 +40,11 @@ def test_a_synthetic_scan_is_digitised_into_every_format(client: Any, service: S
     assert run_segment_job(job_id) == "ignored", "a duplicate delivery of a finished job changes nothing"
     job = client.get(f"/jobs/{job_id}").json()
     assert job["status"] == "succeeded" and job["attempt"] == 1
+    # Where the worker's time went, stage by stage, as its pipeline timed it.
+    seconds = job["result"]["seconds"]
+    assert {"decode", "model", "predict", "trace", "json", "csv", "las", "mask", "overlay"} <= set(seconds)
+    assert all(isinstance(value, float) and value >= 0 for value in seconds.values())
+    assert 0 < seconds["predict"] < _seconds(job["finished_at"]) - _seconds(job["started_at"])
 
     result = client.get(f"/jobs/{job_id}/result").json()
     mnemonics = [c.scale.mnemonic for c in log.curves]
@@ -60,6 +66,10 @@ def test_a_synthetic_scan_is_digitised_into_every_format(client: Any, service: S
         read, error = _track_error(log, k, las.index, column.data)
         assert read > 0.5, f"{column.mnemonic}: too few samples read"
         assert float(np.median(error)) < 0.05, f"{column.mnemonic}: median error too large"
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
 
 
 def _track_error(log: SynthLog, k: int, depths: np.ndarray, values: np.ndarray) -> tuple[float, np.ndarray]:
