@@ -187,7 +187,7 @@ def test_several_traces_take_the_runs_the_general_search_takes() -> None:
 
 
 def _relevel_by_loops(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.ndarray]:
-    """The wrap levels' Viterbi as plain loops over the states (what `tracer._relevel` unrolls)."""
+    """The wrap levels' Viterbi as plain Python loops over the states (what `tracer_loop.wrap_levels` compiles)."""
     cols = np.nonzero(np.isfinite(fraction))[0]
     level = np.zeros(fraction.shape, dtype=np.int8)
     if cols.size == 0:
@@ -218,7 +218,7 @@ def _relevel_by_loops(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarr
     return fraction + level, level
 
 
-def test_the_unrolled_wrap_levels_are_those_of_the_loops() -> None:
+def test_the_compiled_wrap_levels_are_those_of_plain_loops() -> None:
     rng = np.random.default_rng(11)
     for _ in range(500):
         n = int(rng.integers(1, 120))

@@ -686,42 +686,25 @@ def wrap_levels(f: np.ndarray, spans: np.ndarray, level_cost: float) -> np.ndarr
     ties (`tracer._relevel`)."""
     n = f.shape[0]
     back = np.zeros((max(n - 1, 0), 3), dtype=np.int8)
-    c0, c1, c2 = level_cost * 1, level_cost * 0, level_cost * 1
-    # Unrolled over the three states, before and after each step: per state s, the cheapest previous
-    # state (the first on ties), and a cost of level_cost per column off the primary scale (nothing on it).
+    cost = np.array([level_cost * 1, level_cost * 0, level_cost * 1])
+    step = np.empty(3)
     for i in range(n - 1):
-        here, before, span = f[i + 1], f[i], spans[i]
-        moved = here - 1 - before  # to level -1
-        j0, b0 = 0, c0 + abs(moved + 1)
-        option = c1 + abs(moved)
-        if option < b0:
-            j0, b0 = 1, option
-        option = c2 + abs(moved - 1)
-        if option < b0:
-            j0, b0 = 2, option
-        moved = here - before  # to level 0
-        j1, b1 = 0, c0 + abs(moved + 1)
-        option = c1 + abs(moved)
-        if option < b1:
-            j1, b1 = 1, option
-        option = c2 + abs(moved - 1)
-        if option < b1:
-            j1, b1 = 2, option
-        moved = here + 1 - before  # to level 1
-        j2, b2 = 0, c0 + abs(moved + 1)
-        option = c1 + abs(moved)
-        if option < b2:
-            j2, b2 = 1, option
-        option = c2 + abs(moved - 1)
-        if option < b2:
-            j2, b2 = 2, option
-        penalty = level_cost * span
-        c0, c1, c2 = b0 + penalty, b1, b2 + penalty
-        back[i, 0], back[i, 1], back[i, 2] = j0, j1, j2
+        here, before = f[i + 1], f[i]
+        for to in range(3):  # to level to - 1: the cheapest previous level (the first on ties)
+            moved = here + (to - 1) - before
+            came, best = 0, cost[0] + abs(moved + 1)
+            for m in (1, 2):
+                option = cost[m] + abs(moved - (m - 1))
+                if option < best:
+                    came, best = m, option
+            back[i, to] = came
+            # level_cost per column off the primary scale, nothing on it
+            step[to] = best + level_cost * spans[i] if to != 1 else best
+        cost[:] = step
     j = 0
-    if c1 < c0:
+    if cost[1] < cost[0]:
         j = 1
-    if c2 < (c1 if j == 1 else c0):
+    if cost[2] < cost[j]:
         j = 2
     levels = np.empty(n, dtype=np.int8)
     levels[n - 1] = j - 1
