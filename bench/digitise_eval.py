@@ -33,8 +33,11 @@ error and stretch_named - identity_blind the share of traces that change curves 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
+import os
+import pickle
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -224,11 +227,44 @@ def pixel_counts(labels: np.ndarray, mask: np.ndarray, classes: int) -> np.ndarr
 
 def render_log(args: argparse.Namespace, index: int, scale: float, classes: int) -> SynthLog:
     """Log `index` of `args.renderer`; `--grid none`: the independent renderer's log printed without its
-    grid and depth numbers."""
+    grid and depth numbers. With `--render-cache DIR`, the independent renderer's logs are kept there once
+    drawn (`cached_paper_log`)."""
     if args.renderer == "paper":
         grid = getattr(args, "grid", "printed") != "none"
+        folder = getattr(args, "render_cache", None)
+        if folder:
+            return cached_paper_log(Path(folder), args.seed, index, scale, args.colour, grid)
         return paper_render(args.seed, index, scale, colour=args.colour, grid=grid)
     return generate(args.seed, index, scale, classes)
+
+
+# What a drawn log of the independent renderer depends on: its own drawing code and the truth format.
+PAPER_SOURCES = (*sorted((Path(__file__).resolve().parent / "paper").glob("*.py")),
+                 Path(__file__).resolve().parents[1] / "veernet_core" / "synth_truth.py")
+
+
+def renderer_digest(sources: tuple[Path, ...] = PAPER_SOURCES) -> str:
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cached_paper_log(folder: Path, seed: int, index: int, scale: float, colour: bool, grid: bool) -> SynthLog:
+    """The independent renderer's log, drawn once and then read back from `folder` (drawing is most of an
+    evaluation's time on it): one pickle per log, under a digest of the renderer's code, so that a change
+    to the drawing or the truth format draws the logs afresh."""
+    path = folder / renderer_digest() / f"{seed}-{index}-{scale!r}-{'colour' if colour else 'gray'}-{int(grid)}.pkl"
+    if path.is_file():
+        log = pickle.loads(path.read_bytes())
+        if isinstance(log, SynthLog):
+            return log
+    log = paper_render(seed, index, scale, colour=colour, grid=grid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")
+    partial.write_bytes(pickle.dumps(log, protocol=pickle.HIGHEST_PROTOCOL))
+    partial.replace(path)  # whole or absent: two evaluations may draw the same log at once
+    return log
 
 
 def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) -> tuple[np.ndarray, Digitised | None,
@@ -342,6 +378,9 @@ def _parser() -> argparse.ArgumentParser:
                         "veernet_core/digitise/grid.py), for comparison")
     p.add_argument("--anchors", type=int, default=0,
                    help="points per curve a user read off the scan ({depth, value}), given in the calibration")
+    p.add_argument("--render-cache", metavar="DIR",
+                   help="keep the independent renderer's logs in DIR once drawn, and read them back from there "
+                        "(keyed by its code): a second evaluation of the same logs skips the drawing")
     p.add_argument("--classes", type=int, choices=(2, 3),
                    help="synth mask kind (default: the checkpoint's); with --source truth, 3 reads the first curve "
                         "from channel 1 and the others from channel 2, as the legacy multiclass model would")

@@ -288,3 +288,54 @@ def test_truth_on_the_model_s_grid_reads_a_full_resolution_log_through_the_reduc
     result = json.loads(capsys.readouterr().out)
     assert result["resampled_logs"] == 2 and result["refused_logs"] == 0
     assert result["coverage"] > 0.9
+
+
+def test_the_render_cache_draws_a_log_once_and_reads_it_back_as_drawn(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn = []
+    draw = digitise_eval.paper_render
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        drawn.append(args)
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(digitise_eval, "paper_render", counted)
+    first = digitise_eval.cached_paper_log(tmp_path, 31337, 2, 0.1, False, True)
+    again = digitise_eval.cached_paper_log(tmp_path, 31337, 2, 0.1, False, True)
+    assert len(drawn) == 1 and len(list(tmp_path.rglob("*.pkl"))) == 1
+    np.testing.assert_array_equal(first.image, again.image)
+    np.testing.assert_array_equal(first.mask, again.mask)
+    for a, b in zip(first.curves, again.curves, strict=True):
+        np.testing.assert_array_equal(a.values, b.values)
+        assert a.style == b.style and a.scale == b.scale
+    assert first.calibration() == again.calibration()
+    digitise_eval.cached_paper_log(tmp_path, 31337, 2, 0.1, False, False)  # the same log without its grid
+    digitise_eval.cached_paper_log(tmp_path, 31337, 2, 0.1, True, True)  # in colour
+    assert len(drawn) == 3
+    monkeypatch.setattr(digitise_eval, "renderer_digest", lambda: "another-renderer")
+    digitise_eval.cached_paper_log(tmp_path, 31337, 2, 0.1, False, True)
+    assert len(drawn) == 4
+
+
+def test_the_render_cache_key_follows_the_renderers_code(tmp_path: Path) -> None:
+    source = tmp_path / "render.py"
+    source.write_text("STROKE = 1\n")
+    before = digitise_eval.renderer_digest((source,))
+    assert digitise_eval.renderer_digest((source,)) == before
+    source.write_text("STROKE = 2\n")
+    assert digitise_eval.renderer_digest((source,)) != before
+    assert digitise_eval.renderer_digest() == digitise_eval.renderer_digest(digitise_eval.PAPER_SOURCES)
+    assert any(path.name == "raster.py" for path in digitise_eval.PAPER_SOURCES)
+
+
+def test_an_evaluation_from_the_render_cache_is_the_evaluation_without_it(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--renderer", "paper", "--logs", "3", "--source", "truth", "--classes", "2", "--seed", "31337",
+            "--scale", "0.1"]
+    results = []
+    for extra in ([], ["--render-cache", str(tmp_path)], ["--render-cache", str(tmp_path)]):
+        assert digitise_eval.main([*argv, *extra]) == 0
+        result = json.loads(capsys.readouterr().out)
+        results.append({key: value for key, value in result.items() if "second" not in key})
+    assert results[0] == results[1] == results[2]
+    assert len(list(tmp_path.rglob("*.pkl"))) == 3
