@@ -36,6 +36,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import pickle
 import sys
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -317,18 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     resampled = refused = hints = 0
     started = time.monotonic()
-    for index in range(args.logs):
-        log = render_log(args, index, scale, classes)
-        probs, digitised, hints_read, was_resampled = read_log(args, model, log, classes)
-        resampled, refused, hints = resampled + was_resampled, refused + (digitised is None), hints + hints_read
-        ink = None
-        if probs.shape[1:] == log.mask.shape:  # pixel IoU only where the model read the log's own grid
-            labels = probs.argmax(axis=0)
-            ink = labels > 0
-            if probs.shape[0] != classes:  # a multiclass model on a binary mask: any curve class is ink
-                labels = ink.astype(np.int64)
-            counts += pixel_counts(labels, log.mask, classes)
-        rows += evaluate_log(log, digitised, hints_read, ink)
+    for log_counts, log_rows, was_resampled, was_refused, hints_read in _each_log(args, model, scale, classes):
+        counts += log_counts
+        rows += log_rows
+        resampled, refused, hints = resampled + was_resampled, refused + was_refused, hints + hints_read
     result = _result(args, scale, classes, counts, rows)
     by_position, by_factor = grouped(rows)
     result.update(rematched_figures(rows, by_position))
@@ -340,6 +334,51 @@ def main(argv: list[str] | None = None) -> int:
                    "seconds": round(time.monotonic() - started, 1)})
     print(json.dumps(result))
     return 0
+
+
+LogFigures = tuple[np.ndarray, list[Row], int, int, bool]  # pixel counts, rows, resampled, refused, hints read
+
+
+def score_log(args: argparse.Namespace, model: Any, scale: float, classes: int, index: int) -> LogFigures:
+    """Log `index` drawn, read through the service's stages and scored."""
+    log = render_log(args, index, scale, classes)
+    probs, digitised, hints_read, was_resampled = read_log(args, model, log, classes)
+    counts = np.zeros((classes, 3), dtype=np.int64)
+    ink = None
+    if probs.shape[1:] == log.mask.shape:  # pixel IoU only where the model read the log's own grid
+        labels = probs.argmax(axis=0)
+        ink = labels > 0
+        if probs.shape[0] != classes:  # a multiclass model on a binary mask: any curve class is ink
+            labels = ink.astype(np.int64)
+        counts = pixel_counts(labels, log.mask, classes)
+    return counts, evaluate_log(log, digitised, hints_read, ink), was_resampled, int(digitised is None), hints_read
+
+
+_forked: tuple[argparse.Namespace, Any, float, int] | None = None  # what `--jobs` processes inherit
+
+
+def _score_forked(index: int) -> LogFigures:
+    assert _forked is not None
+    return score_log(*_forked, index)
+
+
+def _each_log(args: argparse.Namespace, model: Any, scale: float, classes: int) -> Iterator[LogFigures]:
+    """Every log's figures in index order: in this process, or with `--jobs N` in N forked processes (each
+    with its share of torch's threads), which inherit the loaded model."""
+    jobs = max(1, min(getattr(args, "jobs", 1), args.logs))
+    if jobs == 1:
+        for index in range(args.logs):
+            yield score_log(args, model, scale, classes, index)
+        return
+    global _forked
+    _forked = (args, model, scale, classes)
+    threads = max(1, torch.get_num_threads() // jobs)
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=torch.set_num_threads,
+                                                      initargs=(threads,)) as pool:
+            yield from pool.imap(_score_forked, range(args.logs))
+    finally:
+        _forked = None
 
 
 def _result(args: argparse.Namespace, scale: float, classes: int, counts: np.ndarray, rows: list[Row]) -> dict:
@@ -378,6 +417,8 @@ def _parser() -> argparse.ArgumentParser:
                         "veernet_core/digitise/grid.py), for comparison")
     p.add_argument("--anchors", type=int, default=0,
                    help="points per curve a user read off the scan ({depth, value}), given in the calibration")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="score the logs in this many forked processes (the figures are the same as in one)")
     p.add_argument("--render-cache", metavar="DIR",
                    help="keep the independent renderer's logs in DIR once drawn, and read them back from there "
                         "(keyed by its code): a second evaluation of the same logs skips the drawing")

@@ -339,3 +339,16 @@ def test_an_evaluation_from_the_render_cache_is_the_evaluation_without_it(tmp_pa
         results.append({key: value for key, value in result.items() if "second" not in key})
     assert results[0] == results[1] == results[2]
     assert len(list(tmp_path.rglob("*.pkl"))) == 3
+
+
+@pytest.mark.parametrize("renderer", ["synth", "paper"])
+def test_an_evaluation_in_forked_processes_is_the_evaluation_in_one(renderer: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--renderer", renderer, "--logs", "4", "--source", "truth-reduced", "--seed", "31337", "--scale", "0.12"]
+    results = []
+    for jobs in ("1", "2"):
+        assert digitise_eval.main([*argv, "--jobs", jobs]) == 0
+        result = json.loads(capsys.readouterr().out)
+        results.append({key: value for key, value in result.items() if key != "seconds"})
+    assert results[0]["curves"] > 4
+    assert results[0] == results[1]
