@@ -148,6 +148,8 @@ def watched() -> Iterator[list[dict[str, Any]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = digitise_eval._parser().parse_args(argv)
+    if args.jobs != 1:
+        raise SystemExit("--jobs: this script watches the naming in its own process; leave it out")
     data, _ = digitise_eval.read_checkpoint(args.checkpoint or digitise_eval.bundled_model_path())
     state = digitise_eval.deserialize(data)
     model, _ = digitise_eval.load_model(data)
