@@ -1,8 +1,8 @@
 """The column tracer's loop over the columns, compiled with numba: `follow` takes a probability map's
 runs (`runs.RunTable`'s arrays) and follows `count` traces through them column by column, as
-`tracer.trace_curves` describes. Every arithmetic step is written in the order the rules below give it,
-so that a trace is the same on every machine and Python version (sums of NumPy arrays as NumPy's own
-pairwise summation, `_pairwise_sum`).
+`tracer.trace_curves` describes. Every arithmetic step is taken in the order the Python loop it replaced
+took it (a sum of a NumPy array as NumPy's own pairwise summation, `_pairwise_sum`), so that its traces
+are that loop's to the last bit (bench/README.md), and no longer depend on the Python version's `sum`.
 
 A trace's state is a row of two tables (`ints`, `floats`, columns named below) and its clean detections,
 the last `history` of them, oldest first (`hist_c`, `hist_u`): its prediction's history. Its prediction
