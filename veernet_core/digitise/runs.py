@@ -1,37 +1,25 @@
 """Candidate detections of a curve-probability map: in each image column, the runs of rows at or above
 the decision threshold, with a probability-weighted centre and a confidence per run. Found on column
-blocks with NumPy and kept as flat arrays; the tracer reads them column by column as short lists.
+blocks with NumPy and kept as flat arrays: the compiled column tracer (`tracer_loop`) reads the arrays,
+the joint tracer (`joint`) one column at a time as short lists.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 CHUNK_COLUMNS = 2048  # run extraction works on column blocks so its temporaries do not grow with width
-CACHED_COLUMNS = 256  # columns whose runs are kept as lists at a time: the tracer looks a few columns ahead
-
-
-@dataclass
-class _Runs:
-    """Candidate detections of one column: runs of rows at or above the threshold. Plain lists: the
-    tracer reads a handful of runs per column, where NumPy's cost per call would dominate."""
-
-    lo: list[int]  # first row
-    hi: list[int]  # last row
-    centre: list[float]  # probability-weighted centroid over the run and one row either side
-    confidence: list[float]  # peak probability, discounted by the run's spread
-    f_lo: list[float]  # lo, hi and centre as track fractions (0 at the top border row, 1 at the bottom)
-    f_hi: list[float]
-    f_c: list[float]
+CACHED_COLUMNS = 256  # columns whose runs are kept as lists at a time (`RunTable.column`)
 
 
 class RunTable:
     """The runs of every column of a (H, W) probability map, found on column blocks and kept as flat
-    arrays; a column's runs become lists when the tracer reaches it, and only a few columns' lists
-    are kept, so memory follows the number of runs, not Python objects per run."""
+    arrays (`arrays`: lo, hi, centre, confidence, and lo, hi and centre as track fractions; column c's runs
+    are `bounds[c]` to `bounds[c + 1]`). `column` gives a column's runs as lists, from a chunk of columns
+    made lists at a time; only two chunks are kept, so memory follows the number of runs, not Python
+    objects per run."""
 
     def __init__(self, prob: np.ndarray, threshold: float, top: float, span: float) -> None:
         width = prob.shape[1]
@@ -41,21 +29,7 @@ class RunTable:
         self.bounds = np.searchsorted(cols, np.arange(width + 1)).tolist()
         self.arrays = (lo, hi, centre, confidence, (lo - top) / span, (hi - top) / span, (centre - top) / span)
         self.width = width
-        self._cache: dict[int, _Runs] = {}
         self._chunks: dict[int, tuple[int, list[list[Any]]]] = {}
-
-    def __len__(self) -> int:
-        return self.width
-
-    def __getitem__(self, col: int) -> _Runs:
-        runs = self._cache.get(col)
-        if runs is None:
-            if len(self._cache) > 4 * CACHED_COLUMNS:
-                self._cache = {c: r for c, r in self._cache.items() if c >= col - CACHED_COLUMNS}
-            first, lists = self._lists(col // CACHED_COLUMNS)
-            i, j = self.bounds[col] - first, self.bounds[col + 1] - first
-            runs = self._cache[col] = _Runs(*(values[i:j] for values in lists))
-        return runs
 
     def column(self, col: int) -> tuple[list[list[Any]], int, int]:
         """A column's runs without copying: the lists of its chunk (lo, hi, centre, confidence, f_lo, f_hi,
@@ -66,7 +40,7 @@ class RunTable:
     def _lists(self, chunk: int) -> tuple[int, list[list[Any]]]:
         """(index of the chunk's first run, its runs as lists) for columns chunk * CACHED_COLUMNS onwards."""
         if chunk not in self._chunks:
-            if len(self._chunks) >= 2:  # the tracer's column and its look-ahead span at most two chunks
+            if len(self._chunks) >= 2:  # a column and the next few span at most two chunks
                 del self._chunks[min(self._chunks)]
             i = self.bounds[chunk * CACHED_COLUMNS]
             j = self.bounds[min((chunk + 1) * CACHED_COLUMNS, self.width)]
