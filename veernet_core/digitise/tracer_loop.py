@@ -496,25 +496,9 @@ def follow(prob: np.ndarray, top: float, span: float, count: int, opts: np.ndarr
                     distinct = False
         if n_active == 0:
             distinct = True
-        if distinct:
-            # Each trace takes its own cheapest run, contested where another trace has it near.
-            wanted[:n_runs] = 0
-            for k in range(count):
-                if active[k]:
-                    near_seen[:n_runs] = False
-                    for i in range(counts[k]):
-                        near_seen[picks[k, i, RUN]] = True
-                    for r in range(n_runs):
-                        if near_seen[r]:
-                            wanted[r] += 1
+        if distinct:  # each trace takes its own cheapest run
             for k in range(count):
                 if active[k] and picks[k, rows - 1, RUN] >= 0:
-                    run, shift, far = picks[k, rows - 1, RUN], picks[k, rows - 1, SHIFT], picks[k, rows - 1, FAR]
-                    i = first + run
-                    u = f_c[i] + shift
-                    _add(hist_c, hist_u, ints, floats, k, col, u, shift, f_lo[i] + shift, f_hi[i] + shift,
-                         wanted[run] > 1, far == 1, max_gap, history)
-                    u_out[k, col], level_out[k, col], conf_out[k, col] = u, shift, confidence[i]
                     picked[k] = True
                     pick_row[k] = rows - 1
                     claim_order[n_picked] = k
@@ -571,10 +555,11 @@ def follow(prob: np.ndarray, top: float, span: float, count: int, opts: np.ndarr
                         pick_row[k] = best
                         claim_order[n_picked] = k
                         n_picked += 1
-            # Runs more than one trace could take (one trace may reach a run on two levels: no contest).
-            wanted[:n_runs] = 0
-            for j in range(n_listed):
-                k = sub[j]
+        # Each pick is recorded, contested where another trace has its run among its near candidates (one
+        # trace may reach a run on two levels: no contest); traces that share a run split its rows.
+        wanted[:n_runs] = 0
+        for k in range(count):
+            if active[k]:
                 near_seen[:n_runs] = False
                 for i in range(counts[k]):
                     if picks[k, i, FAR] == 0:
@@ -582,45 +567,45 @@ def follow(prob: np.ndarray, top: float, span: float, count: int, opts: np.ndarr
                 for r in range(n_runs):
                     if near_seen[r]:
                         wanted[r] += 1
-            for m in range(n_picked):
-                k = claim_order[m]
-                row = pick_row[k]
-                run, shift, far = picks[k, row, RUN], picks[k, row, SHIFT], picks[k, row, FAR]
-                n_others = 0
-                for m2 in range(n_picked):
-                    j = claim_order[m2]
-                    if j != k and picks[j, pick_row[j], RUN] == run:
-                        others[n_others] = predicted[j] - picks[j, pick_row[j], SHIFT]
-                        n_others += 1
-                i = first + run
-                if n_others > 0:
-                    centre = _split_centre(prob, col, lo_rows[i], hi_rows[i], centres[i], top, span,
-                                           predicted[k] - shift, others, n_others)
-                    u = (centre - top) / span + shift
-                else:
-                    u = f_c[i] + shift
-                _add(hist_c, hist_u, ints, floats, k, col, u, shift, f_lo[i] + shift, f_hi[i] + shift,
-                     wanted[run] > 1, far == 1, max_gap, history)
-                u_out[k, col], level_out[k, col], conf_out[k, col] = u, shift, confidence[i]
-            # Two traces that have shared one run for longer than a crossing lasts are one curve followed
-            # twice: the one that coasted longer lets go, free to start again on a curve nobody follows.
-            for m in range(n_picked):
-                k = claim_order[m]
-                run = picks[k, pick_row[k], RUN]
-                partners, all_seen = 0, True
-                loser, loser_key = k, _coasting(hist_c, ints, k, ints[k, LAST])
-                for m2 in range(n_picked):
-                    j = claim_order[m2]
-                    if j != k and picks[j, pick_row[j], RUN] == run:
-                        partners += 1
-                        if ints[j, LAST] < 0:
-                            all_seen = False
-                        key = _coasting(hist_c, ints, j, ints[j, LAST])
-                        if key > loser_key or (key == loser_key and j > loser):
-                            loser, loser_key = j, key
-                if partners > 0 and ints[k, CONTESTED] > max_gap and all_seen:
-                    _reset(ints, floats, loser)
-                    break
+        for m in range(n_picked):
+            k = claim_order[m]
+            row = pick_row[k]
+            run, shift, far = picks[k, row, RUN], picks[k, row, SHIFT], picks[k, row, FAR]
+            n_others = 0
+            for m2 in range(n_picked):
+                j = claim_order[m2]
+                if j != k and picks[j, pick_row[j], RUN] == run:
+                    others[n_others] = predicted[j] - picks[j, pick_row[j], SHIFT]
+                    n_others += 1
+            i = first + run
+            if n_others > 0:
+                centre = _split_centre(prob, col, lo_rows[i], hi_rows[i], centres[i], top, span,
+                                       predicted[k] - shift, others, n_others)
+                u = (centre - top) / span + shift
+            else:
+                u = f_c[i] + shift
+            _add(hist_c, hist_u, ints, floats, k, col, u, shift, f_lo[i] + shift, f_hi[i] + shift,
+                 wanted[run] > 1, far == 1, max_gap, history)
+            u_out[k, col], level_out[k, col], conf_out[k, col] = u, shift, confidence[i]
+        # Two traces that have shared one run for longer than a crossing lasts are one curve followed
+        # twice: the one that coasted longer lets go, free to start again on a curve nobody follows.
+        for m in range(n_picked):
+            k = claim_order[m]
+            run = picks[k, pick_row[k], RUN]
+            partners, all_seen = 0, True
+            loser, loser_key = k, _coasting(hist_c, ints, k, ints[k, LAST])
+            for m2 in range(n_picked):
+                j = claim_order[m2]
+                if j != k and picks[j, pick_row[j], RUN] == run:
+                    partners += 1
+                    if ints[j, LAST] < 0:
+                        all_seen = False
+                    key = _coasting(hist_c, ints, j, ints[j, LAST])
+                    if key > loser_key or (key == loser_key and j > loser):
+                        loser, loser_key = j, key
+            if partners > 0 and ints[k, CONTESTED] > max_gap and all_seen:
+                _reset(ints, floats, loser)
+                break
         # Births: idle traces start on unclaimed, confirmed runs, the surest first.
         n_idle = count - n_active
         if n_idle == 0:
