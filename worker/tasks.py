@@ -67,7 +67,7 @@ def reap(chase: bool = True) -> dict[str, list[int]]:
     return {"requeued": report.requeued, "resent": report.resent, "send_failed": report.send_failed}
 
 
-PRELOAD_ENV = "VEERNET_PRELOAD"  # set by `veernet worker` for training and inference workers
+PRELOAD_ENV = "VEERNET_PRELOAD"  # set by `veernet worker`: "1" for training workers, "segment" for inference ones
 
 
 @signals.worker_init.connect
@@ -75,11 +75,13 @@ def _preload(**_: Any) -> None:
     """Import torch and veernet_core once, in the worker's parent process, before its pool forks.
 
     Each job runs in a fresh child (a fresh CUDA context on a GPU); forked from a parent that has
-    already imported them, it starts training seconds sooner after a recovery. Beside the imports, the
-    parent only loads numba's compiled column tracer (running it once on a tiny map): it never runs a
-    torch operator nor touches CUDA, so forking stays safe (as for DataLoader workers).
+    already imported them, it starts training seconds sooner after a recovery. Beside the imports, an
+    inference worker's parent loads numba's compiled column tracer (running it once on a tiny map); a
+    training worker never traces, so it does not. Neither runs a torch operator nor touches CUDA, so
+    forking stays safe (as for DataLoader workers).
     """
-    if os.environ.get(PRELOAD_ENV) != "1":
+    preload = os.environ.get(PRELOAD_ENV)
+    if preload not in ("1", "segment"):
         return
     import veernet_core.digitise.pipeline  # noqa: F401
     import veernet_core.train  # noqa: F401
@@ -87,9 +89,11 @@ def _preload(**_: Any) -> None:
     import worker.probe_runner  # noqa: F401
     import worker.runner  # noqa: F401
     import worker.segment_runner  # noqa: F401
-    from veernet_core.digitise.tracer import compile_loops
 
-    compile_loops()  # numba's compiled tracer, loaded (or compiled) once for every child the pool forks
+    if preload == "segment":
+        from veernet_core.digitise.tracer import compile_loops
+
+        compile_loops()  # numba's compiled tracer, loaded (or compiled) once for every child the pool forks
     log.info("preloaded torch and veernet_core in the worker's parent process")
 
 

@@ -49,6 +49,13 @@ class Managed:
 
 
 PRELOAD = {"VEERNET_PRELOAD": "1"}  # training and inference workers: torch imported once, before the pool forks
+PRELOAD_SEGMENT = {"VEERNET_PRELOAD": "segment"}  # inference workers: the compiled column tracer loaded too
+
+
+def preload_env(queue: str) -> dict[str, str]:
+    """What a worker of `queue` loads before its pool forks (worker.tasks._preload): only inference workers
+    trace, so only they load the compiled tracer."""
+    return PRELOAD_SEGMENT if queue == "segment" else PRELOAD
 # The memory probe (veernet_core.memory) counts allocations with torch's profiler, whose every start and stop
 # prints a trace marker line (kineto's "USDT" level, above ERROR) into the job's log; 6 silences kineto.
 # A user's own KINETO_LOG_LEVEL wins.
@@ -68,7 +75,7 @@ def celery_worker_argv(queue: str, hostname: str, loglevel: str = "INFO", beat: 
 
 def worker_processes(gpus: Sequence[str] | None, queue: str, loglevel: str = "INFO") -> list[Managed]:
     """One Celery worker per GPU, each seeing only its own device; or one CPU worker."""
-    base = {**QUIET_PROFILER, **os.environ, **PRELOAD}
+    base = {**QUIET_PROFILER, **os.environ, **preload_env(queue)}
     if not gpus:
         env = {**base, "CUDA_VISIBLE_DEVICES": ""}
         return [Managed(f"{queue}-cpu", celery_worker_argv(queue, f"{queue}-cpu@%h", loglevel), env)]

@@ -115,3 +115,6 @@ def test_one_celery_worker_per_gpu_found_each_seeing_only_its_own(tmp_path: Path
     assert {child.env["CUDA_DEVICE_ORDER"] for child in children} == {"PCI_BUS_ID"}
     host = socket.gethostname()
     assert [celery_node(child) for child in children] == [f"train-gpu{i}@{host}" for i in range(8)]
+    # Training workers preload torch and the library; only inference workers also load the compiled tracer.
+    assert {child.env["VEERNET_PRELOAD"] for child in children} == {"1"}
+    assert [child.env["VEERNET_PRELOAD"] for child in worker_processes(None, "segment")] == ["segment"]

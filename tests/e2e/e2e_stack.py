@@ -19,7 +19,7 @@ import httpx
 from e2e_link import FaultyLink
 from e2e_procs import FAST_LEASES, Proc, free_port, process_group, service_env, wait_until
 
-from api.cli.processes import PRELOAD, celery_worker_argv
+from api.cli.processes import celery_worker_argv, preload_env
 
 
 @contextlib.contextmanager
@@ -84,8 +84,8 @@ def create_bucket(endpoint: str, bucket: str) -> None:
 
 def worker_proc(name: str, env: dict[str, str], logs: Path, queue: str = "train") -> Proc:
     """A training worker exactly as `veernet worker --cpu` starts one (api.cli.processes)."""
-    return Proc(name, celery_worker_argv(queue, f"{name}@%h", "INFO"), {**env, **PRELOAD, "CUDA_VISIBLE_DEVICES": ""},
-                logs / f"{name}.log")
+    return Proc(name, celery_worker_argv(queue, f"{name}@%h", "INFO"),
+                {**env, **preload_env(queue), "CUDA_VISIBLE_DEVICES": ""}, logs / f"{name}.log")
 
 
 def start_workers(workers: list[Proc], timeout_s: float = 90.0) -> None:
