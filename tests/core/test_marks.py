@@ -3,9 +3,19 @@ reading that holds where a curve moves several rows a column, and its limits."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from veernet_core.digitise.ink import ScanPixels, looks_along, marks_style, page_of, style_label
+from veernet_core.digitise.ink import (
+    MARK_STYLES,
+    ScanPixels,
+    looks_along,
+    marks_evidence,
+    marks_style,
+    page_of,
+    style_label,
+)
 from veernet_core.digitise.marks import marks_along
 
 HEIGHT, WIDTH = 160, 1200
@@ -154,3 +164,62 @@ def test_a_hint_the_two_readings_reject_differently_is_not_borne_out_and_its_nam
     gr, sp = result.curves
     assert any("not borne out" in w for w in gr.warnings) and sp.warnings == (), (gr.warnings, sp.warnings)
     assert (gr.identity, sp.identity) == ("ambiguous", "ambiguous")
+
+
+def test_the_marks_of_a_trace_split_over_its_columns_sum_to_the_marks_reading() -> None:
+    """`marks_evidence` spreads the marks' log-likelihood over the columns (a break at the column after it, a
+    mark passed wholly over its columns): the whole trace's sum is what `marks_style` reads, and a dash's
+    breaks speak in the columns where they are, however the columns are cut into stretches."""
+    rows = _path(4.0)
+    image = _draw(rows, (40.0, 14.0))
+    scan = ScanPixels(image)
+    page = page_of(scan, 20.0, 140.0)
+    cols = np.arange(WIDTH)
+    marks = marks_evidence(scan, page, rows, cols, 2, 0)
+    assert marks.loglik.shape == (WIDTH, len(MARK_STYLES))
+    reading = marks_style(scan, page, rows, cols, 2, 0)
+    assert reading is not None and reading.breaks == marks.breaks > 20
+    assert MARK_STYLES[int(marks.loglik.sum(axis=0).argmax())] == reading.style == "dashed"
+    solid, dashed = MARK_STYLES.index("solid"), MARK_STYLES.index("dashed")
+    favour = marks.loglik[:, dashed] - marks.loglik[:, solid]  # per column: for the dashed style
+    pieces = favour[: WIDTH // 10 * 10].reshape(-1, 10).sum(axis=1)  # 10-column stretches
+    assert np.count_nonzero(pieces > 0) >= 0.3 * pieces.size  # those with a break in them say dashed
+    assert pieces.sum() > 20.0
+
+
+def test_the_marks_speak_for_each_declared_style_in_the_stretches_they_run_through() -> None:
+    """A solid and a dashed curve of one ink, both moving several rows a column (every column of the dashed
+    one holds ink), cut into 10-column stretches as a jagged track is: in each stretch where the dashed
+    curve's trace passes a break, the marks speak for naming that trace after the dashed curve by at least a
+    break's odds (a broken style's rate against a solid one's), and over the track for naming both right."""
+    from veernet_core.digitise.calibration import Calibration
+    from veernet_core.digitise.identity import _add_marks
+    from veernet_core.digitise.ink import BREAK_RATE
+    from veernet_core.digitise.tracer import ColumnTrace
+
+    cols = np.arange(WIDTH)
+    saw = 4.0 * np.array([0.0, 1.0, 2.0, 1.0])[cols % 4]
+    centres = [40 + 10 * np.sin(cols / 90.0) + saw, 110 + 10 * np.sin(cols / 70.0) + saw]  # apart all along
+    image = np.minimum(_draw(centres[0], None), _draw(centres[1], (40.0, 14.0)))
+    calibration = Calibration.from_dict(
+        {"depth": {"top": 1000.0, "bottom": 1120.0, "unit": "m"}, "track_top": 15.0, "track_bottom": 145.0,
+         "step": 0.1, "curves": [{"mnemonic": "SOLID", "left": 0, "right": 150, "style": "solid"},
+                                 {"mnemonic": "DASHED", "left": 0, "right": 150, "style": "dashed"}]},
+        HEIGHT, WIDTH)
+    traces = [ColumnTrace((rows - 15.0) / 130.0, np.zeros(WIDTH, np.int8), rows, np.ones(WIDTH, np.float32),
+                          np.zeros(WIDTH, bool)) for rows in centres]
+    scan = ScanPixels(image)
+    page = page_of(scan, 15.0, 145.0)
+    assert style_label(looks_along(scan, page, centres[1], cols, 2, [(0, WIDTH)])[0]) == "solid"  # by its columns
+    bounds = [(a, a + 10) for a in range(0, WIDTH, 10)]
+    evidence = [np.zeros((2, 2)) for _ in bounds]
+    _add_marks(evidence, calibration.curves, scan, page, traces, bounds, np.zeros(WIDTH, bool), 2, 0)
+    right = np.array([e[0, 0] + e[1, 1] for e in evidence])
+    swapped = np.array([e[0, 1] + e[1, 0] for e in evidence])
+    breaks = marks_evidence(scan, page, centres[1], cols, 2, 0)
+    broken = [s for s, (a, b) in enumerate(bounds)
+              if np.any(breaks.loglik[a:b, MARK_STYLES.index("solid")] < math.log(BREAK_RATE["solid"]) + 1)]
+    assert len(broken) >= 10
+    odds = math.log(BREAK_RATE["dashed"] / BREAK_RATE["solid"])
+    assert np.all(right[broken] - swapped[broken] >= odds - 1.0)
+    assert right.sum() - swapped.sum() > 20 * odds

@@ -3,8 +3,10 @@
 The tracer hands over one trace per calibrated curve (a binary model's curves all from one channel, a
 multiclass model's from their channels). Where two traces cross or touch, the tracer may have swapped
 them, so the traces are cut there into stretches (`stretches`), and in every stretch each trace is looked
-at on the scan's own pixels (`veernet_core.digitise.ink`: line style, ink). Each curve's hints (style,
-ink, anchors) score each assignment of traces to curves per stretch; the assignments along the scan are
+at on the scan's own pixels (`veernet_core.digitise.ink`: line style, ink), and the marks of ink along each
+whole trace speak in every stretch they run through (`ink.marks_evidence`: its breaks and the marks it passes,
+which hold where a curve moves several rows a column). Each curve's hints (style, ink, anchors) score each
+assignment of traces to curves per stretch; the assignments along the scan are
 chosen together (Viterbi over the N! assignments, N <= 4), a change between stretches costing
 SWITCH_COST, so one stretch's weak evidence does not swap curves that the stretches around it name.
 Where the track's curves are drawn with pens of different widths, a curve also keeps its pen: a change
@@ -27,6 +29,7 @@ import numpy as np
 from veernet_core.digitise.calibration import Calibration, CurveScale
 from veernet_core.digitise.calibration_fields import INK_COLOURS, INK_SHADES
 from veernet_core.digitise.ink import (
+    MARK_STYLES,
     PEN_QUANTUM,
     Look,
     MarksReading,
@@ -36,6 +39,7 @@ from veernet_core.digitise.ink import (
     ink_label,
     ink_scores,
     looks_along,
+    marks_evidence,
     marks_style,
     page_of,
     stroke_widths,
@@ -79,6 +83,11 @@ PEN_STRETCHES = 3
 PEN_APART = 0.2
 PEN_SLACK = 2.0
 PEN_CAP = 8.0
+# The marks of ink along each trace speak in every stretch by their log-likelihood of each declared style
+# (`ink.marks_evidence`), at this weight beside the looks' style scores. 0.5 and 2 named the independent
+# renderer's tuning logs (seed 7777, full resolution) as well as 1; the looks' scores weighed at 0 or 0.5
+# beside them named them worse (bench/README.md, 2026-11-28).
+MARKS_WEIGHT = 1.0
 # Then, per stretch, a trace whose width is further from a curve's pen (the median over the curve's long
 # stretches) than PEN_SLACK standard errors speaks against that curve by the excess, at most PEN_SAID: the
 # short stretches between two long ones, where a jagged curve's track is cut every ten columns or so, are
@@ -113,6 +122,9 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, near, half) for t in traces], strict=True)]
     shades = not _shades_unread(scan)
     evidence = [_stretch_evidence(calibration.curves, row, shades) for row in looks]
+    if scan is not None and page is not None:
+        _add_marks(evidence, calibration.curves, scan, page, traces, bounds, near, half,
+                   round(BRIDGE_SHARE * span))
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
@@ -195,6 +207,31 @@ def _stretch_evidence(curves: tuple[CurveScale, ...], looks: list[Look | None], 
             if curve.ink is not None and (shades or curve.ink not in INK_SHADES):
                 scores[c, t] += weight * inks[curve.ink]
     return scores
+
+
+def _add_marks(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan: ScanPixels, page: Page,
+               traces: list[ColumnTrace], bounds: list[tuple[int, int]], near: np.ndarray, half: int,
+               bridge: int) -> None:
+    """In place: what the marks of ink along each trace say of the curves' declared styles, stretch by stretch
+    (`ink.marks_evidence`, MARKS_WEIGHT per unit of log-likelihood against the mean of the styles). A mark
+    speaks in every stretch it runs through, by its share of columns there, so a dash that a jagged track's
+    stretches cut into pieces still reads as a dash, where each piece's own columns read as solid."""
+    styled = [(c, MARK_STYLES.index(curve.style)) for c, curve in enumerate(curves) if curve.style is not None]
+    if not styled:
+        return
+    starts = np.array([a for a, _ in bounds])
+    stops = np.array([b for _, b in bounds])
+    for t, trace in enumerate(traces):
+        cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
+        if cols.size < 2:
+            continue
+        loglik = marks_evidence(scan, page, trace.row[cols], cols, half, bridge).loglik
+        loglik = loglik - loglik.mean(axis=1, keepdims=True)
+        summed = np.concatenate([np.zeros((1, loglik.shape[1])), np.cumsum(loglik, axis=0)])
+        per_stretch = summed[np.searchsorted(cols, stops)] - summed[np.searchsorted(cols, starts)]
+        for s in range(len(bounds)):
+            for c, k in styled:
+                evidence[s][c, t] += MARKS_WEIGHT * per_stretch[s, k]
 
 
 def _add_anchors(evidence: list[np.ndarray], bounds: list[tuple[int, int]], traces: list[ColumnTrace],

@@ -345,6 +345,33 @@ def marks_style(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray
     shorter than MARKS_MIN_LENGTH stroke widths."""
     if cols.size < 2:
         return None
+    marks = marks_evidence(scan, page, rows, cols, half, bridge)
+    if marks.length < MARKS_MIN_LENGTH:
+        return None
+    likely = dict(zip(MARK_STYLES, marks.loglik.sum(axis=0).tolist(), strict=True))
+    return MarksReading(max(likely, key=likely.__getitem__), marks.breaks, marks.length)
+
+
+MARK_STYLES = tuple(BREAK_RATE)  # the order of `MarksEvidence.loglik`'s columns
+
+
+@dataclass(frozen=True)
+class MarksEvidence:
+    """The marks' log-likelihood of each line style (MARK_STYLES), split over a trace's columns so that the
+    whole trace's sum is `marks_style`'s and any range of columns sums to that range's share: the path at
+    each column, a break at the column after it, a mark passed wholly spread evenly over its columns.
+    (Each break spread half over the mark before it and half over the mark after, so that a short stretch
+    inside a dash reads the dash's ends, named the independent renderer's and the generator's tuning logs
+    worse: bench/README.md, 2026-11-28.)"""
+
+    loglik: np.ndarray  # (columns, styles)
+    breaks: int
+    length: float  # the flat path, in stroke widths
+
+
+def marks_evidence(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, half: int,
+                   bridge: int) -> MarksEvidence:
+    """`MarksEvidence` along a trace at `rows` of columns `cols` (ascending, at least one)."""
     track = marks_along(scan.gray, page.paper, rows, cols, half, bridge, MIN_DARKNESS)
     flat = track.step <= FLAT_STEP * track.width  # the path from the column before
     where = np.flatnonzero(track.label >= 0)
@@ -353,16 +380,20 @@ def marks_style(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray
     # where another curve touches it, or it was not found).
     unbroken = np.diff(cols[where]) == np.diff(where)
     changes = np.flatnonzero((label[1:] != label[:-1]) & flat[where[1:]] & unbroken)
-    length = float(track.step[flat].sum()) / track.width
-    if length < MARKS_MIN_LENGTH:
-        return None
-    inner = track.pixels[label[changes[:-1] + 1]] / track.width if changes.size > 1 else np.zeros(0)
-    kinds = (int(np.count_nonzero(inner <= DOT_PX)), int(np.count_nonzero(inner >= LONG_PX)))
-    counts = (kinds[0], int(inner.size) - sum(kinds), kinds[1])
-    likely = {style: changes.size * math.log(rate) - length * rate
-              + sum(n * math.log(odds) for n, odds in zip(counts, MARK_ODDS[style], strict=True))
-              for style, rate in BREAK_RATE.items()}
-    return MarksReading(max(likely, key=likely.__getitem__), int(changes.size), length)
+    path = np.where(flat, track.step, 0.0) / track.width
+    rates = np.array([BREAK_RATE[style] for style in MARK_STYLES])
+    loglik = -path[:, None] * rates[None, :]
+    loglik[where[changes + 1]] += np.log(rates)[None, :]
+    # The marks passed wholly: each from the column after one break to the column of the next.
+    first, last = where[changes[:-1] + 1], where[changes[1:]]
+    inner = track.pixels[label[changes[:-1] + 1]] / track.width
+    kind = np.where(inner <= DOT_PX, 0, np.where(inner >= LONG_PX, 2, 1))
+    spread = np.log(np.array([MARK_ODDS[style] for style in MARK_STYLES])).T[kind] / (last - first + 1)[:, None]
+    share = np.zeros((cols.size + 1, len(MARK_STYLES)))
+    np.add.at(share, first, spread)
+    np.add.at(share, last + 1, -spread)
+    loglik += np.cumsum(share, axis=0)[:-1]
+    return MarksEvidence(loglik, int(changes.size), float(track.step[flat].sum()) / track.width)
 
 
 def style_label(look: Look) -> str:
