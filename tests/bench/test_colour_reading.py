@@ -23,9 +23,10 @@ from veernet_core.digitise.predict import bundled_model_path, load_model, read_c
 
 SEED = 7777
 LOGS = (4, 14)  # two-curve colour logs that read 23.4 / 26.1 % and 16.6 / 7.4 % before
-# Log 14's names are right, but swapping them over a run of 15-25 % of its columns costs less evidence than
-# AMBIGUOUS_MARGIN (identity.py): since a run of 15 % leaves names in doubt, they are flagged.
-IDENTITY = {4: "hinted", 14: "ambiguous"}
+# Log 14's names are right. Swapping them over a run of 15-25 % of its columns cost less evidence than
+# AMBIGUOUS_MARGIN (identity.py) while the looks alone spoke for the styles, so they were flagged; the marks
+# of ink along its traces (`ink.marks_evidence`) now hold them there.
+IDENTITY = {4: "hinted", 14: "hinted"}
 
 
 @pytest.fixture(scope="module")
