@@ -20,7 +20,8 @@ both sides is passed as wrap 0, and `calibration_hints` says "ignored".
 
 Figures (bench/digitise_figures.py): per curve position (1..4) and per factor level (style, ink class,
 stroke, curves in the log, wrap sides, 1-bit scan, JPEG, low resolution, stains, skew, depth numbers
-in the track, pairs of solid curves), each with coverage, mean error as % of the track range
+in the track, pairs of solid curves, what the hints tell a curve apart from the others of its track by:
+`told_apart_by`), each with coverage, mean error as % of the track range
 (`mae_pct`), the share of samples off by more than 5 % (`off_5pct`); `worst` lists the worst groups
 first; `identity_blind` is the mean error with traces re-matched to true curves column by column (what
 the error would be if every curve were named right); `stretch_named` re-matches them only stretch by
@@ -57,6 +58,7 @@ from digitise_figures import (  # noqa: E402
     nearest_per_column,
     nearest_per_stretch,
     per_position,
+    told_apart,
     worst,
 )
 from paper import render as paper_render  # noqa: E402
@@ -127,6 +129,7 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
     refused the log, so nothing was read); with `ink` (the segmenter's ink on the log's grid), where it
     found the curve's ink."""
     rows = []
+    hints = [(curve.style, curve.colour or curve.ink_class) for curve in log.curves]
     for k, curve in enumerate(log.curves):
         truth = curve.unwrapped_fraction(log.track)
         pred = np.full(truth.shape, np.nan)
@@ -149,7 +152,7 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
         rows.append({"truth": truth, "pred": pred, "inked": curve.inked, "wrapped": curve.wrapped,
                      "has_value": np.isfinite(curve.values), "position": k + 1, "style": curve.style,
                      "ink_class": curve.colour or curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
-                     "curves_in_log": len(log.curves), "factors": log.factors,
+                     "curves_in_log": len(log.curves), "told_apart_by": told_apart(hints, k), "factors": log.factors,
                      "ink_found": ink_found(ink, curve.row, curve.inked), "identity": identity,
                      "hint_warnings": warned, "style_unconfirmed": unconfirmed})
     return rows

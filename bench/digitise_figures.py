@@ -74,12 +74,30 @@ def scale_slips(differences: np.ndarray) -> np.ndarray:
     return (np.abs(differences) > OFF_BY) & (np.abs(differences - np.round(differences)) <= OFF_BY)
 
 
+def told_apart(hints: list[tuple[str, str]], k: int) -> str:
+    """What a legend's hints (per curve of the track: style, ink) tell curve `k` apart from the others by:
+    `single` (alone in its track), `style` (another style than every other curve, and an ink some other
+    shares), `ink` (the reverse), `style+ink` (another style and another ink than every other), `partly`
+    (neither alone: from some curves by its style, from the rest by its ink) or `none` (another curve has
+    its style and ink: nothing in the hints names the two)."""
+    if len(hints) == 1:
+        return "single"
+    others = [h for j, h in enumerate(hints) if j != k]
+    style, ink = hints[k]
+    if any(h == hints[k] for h in others):
+        return "none"
+    by_style = all(h[0] != style for h in others)
+    by_ink = all(h[1] != ink for h in others)
+    return "style+ink" if by_style and by_ink else "style" if by_style else "ink" if by_ink else "partly"
+
+
 def levels(row: Row) -> dict[str, str]:
     """The factor levels a row belongs to, by factor; and the digitiser's own verdict on the curve's name
     (`identity`: single, anchored, hinted, ambiguous or refused), so that a user reads how far to trust a
     curve the service names and one it flags."""
     found = {"style": row["style"], "ink": row["ink_class"], "stroke_px": str(row["stroke_px"]),
-             "curves_in_log": str(row["curves_in_log"]), "wrap": row["wrap"], "identity": row["identity"]}
+             "curves_in_log": str(row["curves_in_log"]), "wrap": row["wrap"], "identity": row["identity"],
+             "told_apart_by": row["told_apart_by"]}
     found.update({name: "yes" if row["factors"].get(name) else "no" for name in PAGE_FACTORS})
     return found
 

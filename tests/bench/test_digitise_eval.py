@@ -27,7 +27,8 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
     positions = result["by_position"]
     assert positions["1"]["curves"] == 6  # every log has a first curve, and only it counts there
     assert sum(p["curves"] for p in positions.values()) == result["curves"] > 6
-    for factor in ("style", "ink", "stroke_px", "curves_in_log", "bilevel", "jpeg", "low_res", "identity"):
+    for factor in ("style", "ink", "stroke_px", "curves_in_log", "bilevel", "jpeg", "low_res", "identity",
+                   "told_apart_by"):
         levels = result["by_factor"][factor]
         assert sum(level["curves"] for level in levels.values()) == result["curves"]
     verdicts = result["by_factor"]["identity"]
@@ -36,6 +37,7 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
         return int(levels.get(level, {"curves": 0})["curves"])
 
     assert count(verdicts, "single") == count(result["by_factor"]["curves_in_log"], "1")
+    assert count(result["by_factor"]["told_apart_by"], "single") == count(verdicts, "single")
     assert count(verdicts, "ambiguous") == result["identity"]["flagged_ambiguous"]
     ranked = [w["mae_pct"] for w in result["worst"]]
     assert ranked == sorted(ranked, reverse=True, key=lambda v: float("inf") if v is None else v)
@@ -47,6 +49,20 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
     # A perfect segmenter has the curve's ink under every inked column; the paper renderer's mask keeps the
     # pixels a pen covers by a quarter or more, so a faint column of a thin pen may have none.
     assert result["ink_found"] >= (1.0 if renderer == "synth" else 0.995)
+
+
+def test_a_curve_is_told_apart_by_what_its_hints_have_that_no_other_curve_of_its_track_has() -> None:
+    told = digitise_figures.told_apart
+    assert told([("solid", "dark")], 0) == "single"
+    pair = [("solid", "dark"), ("dashed", "dark")]
+    assert [told(pair, k) for k in range(2)] == ["style", "style"]
+    assert told([("solid", "dark"), ("solid", "light")], 1) == "ink"
+    assert told([("solid", "dark"), ("dashed", "light")], 0) == "style+ink"
+    alike = [("solid", "dark"), ("solid", "dark"), ("dashed", "light")]
+    assert [told(alike, k) for k in range(3)] == ["none", "none", "style+ink"]
+    # From the first by its ink, from the second by its style: no one hint names it.
+    assert told([("solid", "dark"), ("solid", "light"), ("dashed", "dark")], 0) == "partly"
+    assert told([("solid", "red"), ("solid", "blue")], 0) == "ink"  # a colour is an ink
 
 
 def test_ink_found_is_the_share_of_inked_columns_with_ink_within_a_pixel() -> None:
