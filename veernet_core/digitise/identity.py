@@ -122,9 +122,9 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     looks = [list(row) for row in zip(*[_looks(scan, page, t, bounds, near, half) for t in traces], strict=True)]
     shades = not _shades_unread(scan)
     evidence = [_stretch_evidence(calibration.curves, row, shades) for row in looks]
+    bridge = round(BRIDGE_SHARE * span)
     if scan is not None and page is not None:
-        _add_marks(evidence, calibration.curves, scan, page, traces, bounds, near, half,
-                   round(BRIDGE_SHARE * span))
+        _add_marks(evidence, calibration.curves, scan, page, traces, bounds, near, half, bridge)
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
@@ -135,7 +135,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         path = _best_path(_pens_said(evidence, links, path, widths), links)
     named = _stitch(traces, bounds, path)
     identity = _verdicts(evidence, path, anchored, bounds)
-    reading = _Reading(scan, page, near, half, round(BRIDGE_SHARE * span))
+    reading = _Reading(scan, page, near, half, bridge)
     read = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration,
                             reading) for c, curve in enumerate(calibration.curves)]
     warnings = [lines + _unseen_ink(curve, scan, calibration)
@@ -216,9 +216,10 @@ def _add_marks(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan:
     (`ink.marks_evidence`, MARKS_WEIGHT per unit of log-likelihood against the mean of the styles). A mark
     speaks in every stretch it runs through, by its share of columns there, so a dash that a jagged track's
     stretches cut into pieces still reads as a dash, where each piece's own columns read as solid."""
-    styled = [(c, MARK_STYLES.index(curve.style)) for c, curve in enumerate(curves) if curve.style is not None]
+    styled = [c for c, curve in enumerate(curves) if curve.style is not None]
     if not styled:
         return
+    declared = [MARK_STYLES.index(curves[c].style) for c in styled]
     starts = np.array([a for a, _ in bounds])
     stops = np.array([b for _, b in bounds])
     for t, trace in enumerate(traces):
@@ -229,9 +230,8 @@ def _add_marks(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan:
         loglik = loglik - loglik.mean(axis=1, keepdims=True)
         summed = np.concatenate([np.zeros((1, loglik.shape[1])), np.cumsum(loglik, axis=0)])
         per_stretch = summed[np.searchsorted(cols, stops)] - summed[np.searchsorted(cols, starts)]
-        for s in range(len(bounds)):
-            for c, k in styled:
-                evidence[s][c, t] += MARKS_WEIGHT * per_stretch[s, k]
+        for scores, said in zip(evidence, MARKS_WEIGHT * per_stretch[:, declared], strict=True):
+            scores[styled, t] += said
 
 
 def _add_anchors(evidence: list[np.ndarray], bounds: list[tuple[int, int]], traces: list[ColumnTrace],
