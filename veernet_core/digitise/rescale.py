@@ -41,6 +41,7 @@ from veernet_core.digitise.curves import (
 )
 from veernet_core.digitise.identity import name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
+from veernet_core.digitise.pinned import with_pinned
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.refine import full_resolution_ink, ink_mask, snap_trace
 from veernet_core.digitise.tones import filled, traced_by_tone
@@ -144,7 +145,9 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
                 options: TraceOptions | None = None, scan: ScanPixels | None = None) -> Digitised:
     """Probabilities on the model's grid -> curves of the scan, named on the `scan`'s own pixels
     (`identity.name_traces`) and read on the calibration's depth step (plain `digitise` when the grids are
-    one). On a scan reduced for the model, the scan's ink inside the model's bands
+    one). On a scan reduced for the model, a curve held flat along an edge, which the model does not mark, is
+    added to its probabilities where the hints tell the track's curves apart (`pinned.with_pinned`), and the
+    scan's ink inside the model's bands
     (`refine.full_resolution_ink`) is where the curves are read: a curve alone in its track is traced on
     it, and curves that share a track are traced on the model's grid (the joint tracer), mapped
     to the scan's columns and moved onto it (`refine.snap_trace`). An enlarged scan, or one without its
@@ -160,6 +163,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     tone or colour (`tones.traced_by_tone`), where that trace found it; its name and verdict are the naming's.
     """
     options = options or TraceOptions()
+    probabilities = with_pinned(probabilities, scan, calibration, resampling)
     grid = on_model_grid(options, resampling)
     if not resampling.resampled:
         return digitise(probabilities, calibration, grid, scan)
