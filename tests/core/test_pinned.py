@@ -146,3 +146,28 @@ def test_told_apart_by_style_or_by_ink_where_the_scan_shows_its_inks() -> None:
     assert not told_apart(_calibration(GR, dict(GR, mnemonic="SP")), gray)
     assert told_apart(_calibration(*unstyled), gray)
     assert not told_apart(_calibration(GR, {"mnemonic": "SP", "left": 0, "right": 1}), gray)
+
+
+def test_a_flat_line_no_curve_comes_to_is_not_given_to_the_tracer() -> None:
+    """A piece of a grid line the grid removal left, flat near the edge like a held curve, but no curve the
+    model marks comes to either of its ends: its ink stays out of the probabilities."""
+    piece = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    piece[BOTTOM - 12, 1800:2600] = True
+    scan, ink = _scan(_centre(held=False), piece)
+    pixels = ScanPixels(scan)
+    assert pinned_ink(pixels, TOP, BOTTOM)[BOTTOM - 12, 1800:2600].all()  # a flat run on the scan
+    reduced = resampling_for(scan.shape, MODEL_SCALE, 1.0)
+    cover = np.asarray(Image.fromarray(ink.astype(np.float32)).resize(reduced.model_size[::-1], Image.Resampling.BOX))
+    curve = np.where(cover > 0.1, 0.95, 0.02).astype(np.float32)
+    probabilities = np.stack([1 - curve, curve])
+    assert with_pinned(probabilities, pixels, _calibration(GR), reduced) is probabilities
+
+
+def test_a_thick_border_a_few_rows_off_the_calibration_is_the_border() -> None:
+    """The border drawn 6 rows thick from 2 rows inside the calibrated edge, its inner side blurred onto one
+    more row over part of the scan: that row is the border's, not a held curve."""
+    border = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    border[BOTTOM - 2 : BOTTOM + 4, :] = True
+    border[BOTTOM - 6, 300:900] = True
+    scan, _ = _scan(_centre(held=False), border)
+    assert not pinned_ink(ScanPixels(scan), TOP, BOTTOM).any()

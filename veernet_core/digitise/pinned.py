@@ -8,18 +8,20 @@ asked for the track's curves, then takes another curve's ink for it or leaves it
 renderer's full-resolution logs (tuning seed 7777), samples within 5 % of an edge were 10 % of the scored
 samples and 30 % of the error (bench/README.md, 2026-11-28).
 
-`pinned_ink` finds such lines on the scan: in a band of BAND_SHARE of the track along each edge (less the
-rows next to the border, whose own line they are), rows whose ink runs flat for at least RUN_SHARE of the
-track's height in columns, in columns whose ink in the band is one thin line (THICK_SHARE), dashes and dots
-joined over gaps of up to GAP_SHARE. A row inked along most of the scan (`Page.grid_rows`), or whose runs
-together cover more than LINE_SHARE of it, is a grid or border line, or what grid removal left of one.
+`pinned_ink` finds such lines on the scan: in a band of BAND_SHARE of the track along each edge (less
+BORDER_SHARE next to the border line, which may be thick and a few rows off the calibrated edge:
+`_inner_edge`), rows whose ink runs flat for at least RUN_SHARE of the track's height in columns, in columns
+whose ink in the band is one thin line (THICK_SHARE), dashes and dots joined over gaps of up to GAP_SHARE. A
+row inked along most of the scan (`Page.grid_rows`), or whose runs together cover more than LINE_SHARE of
+it, is a grid or border line, or what grid removal left of one.
 
-`with_pinned` adds that ink to a binary model's curve probability, on the model's grid, where the model gave
-it less: on scans reduced for the model only (full-resolution ones, whose grid is taken off and whose track
-is tall enough to tell a line a few pixels inside the border from the border), and only in a track whose
-hints tell every curve from every other (`told_apart`). Where two curves look alike, a line at the edge that
-both may run along is one more meeting where their names are a coin flip, and on the tuning logs the held
-ink cost those curves more than it gave.
+`with_pinned` adds the ink of the runs that a curve the model marks comes to (at either end, from inside
+the track: `_joined`; a piece of a grid line has none) to a binary model's curve probability, on the
+model's grid, where the model gave it less. It does so on scans reduced for the model only (full-resolution
+ones, whose grid is taken off and whose track is tall enough to tell a line a few pixels inside the border
+from the border), and only in a track whose hints tell every curve from every other (`told_apart`). Where
+two curves look alike, a line at the edge that both may run along is one more meeting where their names
+are a coin flip, and on the tuning logs the held ink cost those curves more than it gave.
 """
 
 from __future__ import annotations
@@ -42,41 +44,67 @@ GAP_SHARE = 0.04  # of the track's height: the longest gap (a dash's, a dot's) j
 THICK_SHARE = 0.02  # of the track's height: the most ink a column of the band holds on a held curve's line
 FILL = 0.5  # the least share of a run's columns that hold ink
 LINE_SHARE = 0.5  # of the scan's width: a run this long is a line across the scan, not a curve
+JOIN_SHARE = 0.1  # of the track's height: how far inside the run the curve that comes to it is looked for
+JOIN_COLUMNS = 2  # model columns either side of a run's end where the curve that comes to it is looked for
 PINNED_PROBABILITY = 0.9  # what the curve probability is raised to on a held curve's ink
+
+
+Run = tuple[int, int, int, int]  # (row, first column, last column, the way into the track: 1 or -1)
 
 
 def pinned_ink(scan: ScanPixels, top: float, bottom: float) -> np.ndarray:
     """bool (H, W) on the scan's grid: the ink of flat runs along the track's edges (see the module)."""
+    return _pinned(scan, top, bottom)[0]
+
+
+def _pinned(scan: ScanPixels, top: float, bottom: float) -> tuple[np.ndarray, list[Run]]:
+    """`pinned_ink`, and its runs."""
     gray = scan.gray
     height, width = gray.shape
     span = float(bottom) - float(top)
     found = np.zeros((height, width), dtype=bool)
+    runs: list[Run] = []
     if span < 8 or width < 8:
-        return found
+        return found, runs
     page = page_of(scan, top, bottom)
     ink_below = page.paper - MIN_DARKNESS
     band = max(2, math.ceil(BAND_SHARE * span))
     run_min = max(4, round(RUN_SHARE * span))
     gap_max = max(1, round(GAP_SHARE * span))
-    top_row, bottom_row = int(round(top)), int(round(bottom))
     thick = max(3, math.ceil(THICK_SHARE * span))
     border = max(2, round(BORDER_SHARE * span))
-    for first_row, last_row in ((top_row + border + 1, top_row + band),
-                                (bottom_row - band, bottom_row - border - 1)):
+    top_row = _inner_edge(page.grid_rows, int(round(top)), 1, border)
+    bottom_row = _inner_edge(page.grid_rows, int(round(bottom)), -1, border)
+    for first_row, last_row, inward in ((top_row + border + 1, top_row + band, 1),
+                                        (bottom_row - band, bottom_row - border - 1, -1)):
         first_row, last_row = max(1, first_row), min(height - 2, last_row)
         if last_row < first_row:
             continue
         inked = gray[first_row : last_row + 1] <= ink_below[None, :]
         flat = np.count_nonzero(inked, axis=0) <= thick  # a column whose ink in the band is one thin line
-        found[first_row : last_row + 1] |= _flat_runs(inked, flat, page.grid_rows[first_row : last_row + 1],
-                                                      run_min, gap_max, width)
-    return found
+        for r, first, last in _flat_runs(inked, flat, page.grid_rows[first_row : last_row + 1], run_min, gap_max,
+                                         width):
+            found[first_row + r, first : last + 1] = inked[r, first : last + 1] & flat[first : last + 1]
+            runs.append((first_row + r, first, last, inward))
+    return found, runs
+
+
+def _inner_edge(grid_rows: np.ndarray, edge: int, inward: int, reach: int) -> int:
+    """The row where the track's border line ends on the inside: the innermost line across the scan within
+    `reach` rows of the calibrated `edge` (a thick or blurred border, or one a few rows off the calibration),
+    else `edge`."""
+    rows = np.arange(edge - reach, edge + reach + 1)
+    rows = rows[(rows >= 0) & (rows < grid_rows.size)]
+    lines = rows[grid_rows[rows]]
+    if lines.size == 0:
+        return edge
+    return int(lines.max() if inward > 0 else lines.min())
 
 
 def _flat_runs(inked: np.ndarray, flat: np.ndarray, grid_rows: np.ndarray, run_min: int, gap_max: int,
-               width: int) -> np.ndarray:
-    """bool like `inked` (one band's rows): the inked pixels of each row's long flat runs (see the module)."""
-    found = np.zeros_like(inked)
+               width: int) -> list[tuple[int, int, int]]:
+    """(row, first column, last column) of each long flat run of one band's rows (see the module)."""
+    found = []
     for r in range(inked.shape[0]):
         if grid_rows[r]:
             continue
@@ -90,7 +118,7 @@ def _flat_runs(inked: np.ndarray, flat: np.ndarray, grid_rows: np.ndarray, run_m
                 continue
             if np.count_nonzero(ink[first : last + 1]) < FILL * length:
                 continue
-            found[r, first : last + 1] = inked[r, first : last + 1] & flat[first : last + 1]
+            found.append((r, first, last))
     return found
 
 
@@ -103,6 +131,20 @@ def _runs(ink: np.ndarray, gap_max: int) -> list[tuple[int, int]]:
     firsts = np.concatenate([[cols[0]], cols[breaks + 1]])
     lasts = np.concatenate([cols[breaks], [cols[-1]]])
     return list(zip(firsts.tolist(), lasts.tolist(), strict=True))
+
+
+def _joined(curve: np.ndarray, row: float, ends: list[float], inward: int, reach: int) -> bool:
+    """Whether the model marks a curve coming to the run (on its grid: `row`, the columns of its `ends`) from
+    inside the track: within JOIN_COLUMNS of an end, in the `reach` rows inward of the run's row."""
+    h, w = curve.shape
+    r0 = int(round(row)) + inward
+    lo, hi = (r0, r0 + inward * reach) if inward > 0 else (r0 + inward * reach, r0)
+    lo, hi = max(0, lo), min(h - 1, hi)
+    for end in ends:
+        c = int(round(end))
+        if lo <= hi and curve[lo : hi + 1, max(0, c - JOIN_COLUMNS) : min(w, c + JOIN_COLUMNS + 1)].any():
+            return True
+    return False
 
 
 def told_apart(calibration: Calibration, scan: ScanPixels) -> bool:
@@ -120,12 +162,18 @@ def with_pinned(probabilities: np.ndarray, scan: ScanPixels | None, calibration:
     apart (`told_apart`); anything else as it is."""
     if scan is None or probabilities.shape[0] != 2 or not resampling.reduced or not told_apart(calibration, scan):
         return probabilities
-    found = pinned_ink(scan, calibration.track_top, calibration.track_bottom)
+    ink, runs = _pinned(scan, calibration.track_top, calibration.track_bottom)
+    h, w = probabilities.shape[1:]
+    fr, fc = h / ink.shape[0], w / ink.shape[1]
+    curve = probabilities[1] >= 0.5
+    reach = max(2, round(JOIN_SHARE * (calibration.track_bottom - calibration.track_top) * fr))
+    found = np.zeros_like(ink)
+    for row, first, last, inward in runs:
+        if _joined(curve, (row + 0.5) * fr - 0.5, [(first + 0.5) * fc - 0.5, (last + 0.5) * fc - 0.5], inward, reach):
+            found[row, first : last + 1] = ink[row, first : last + 1]
     if not found.any():
         return probabilities
     rows, cols = np.nonzero(found)
-    h, w = probabilities.shape[1:]
-    fr, fc = h / found.shape[0], w / found.shape[1]
     r = np.clip(np.rint((rows + 0.5) * fr - 0.5).astype(np.int64), 0, h - 1)
     c = np.clip(np.rint((cols + 0.5) * fc - 0.5).astype(np.int64), 0, w - 1)
     out = probabilities.copy()
