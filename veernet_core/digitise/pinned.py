@@ -27,15 +27,11 @@ are a coin flip, and on the tuning logs the held ink cost those curves more than
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.ink import MIN_DARKNESS, ScanPixels, page_of
-
-if TYPE_CHECKING:
-    from veernet_core.digitise.rescale import Resampling
 
 BAND_SHARE = 0.06  # of the track's height: how far inside an edge a held curve is looked for
 BORDER_SHARE = 0.008  # of the track's height (at least 2 rows): rows next to the border row left out (its line's)
@@ -156,11 +152,12 @@ def told_apart(calibration: Calibration, scan: ScanPixels) -> bool:
 
 
 def with_pinned(probabilities: np.ndarray, scan: ScanPixels | None, calibration: Calibration,
-                resampling: Resampling) -> np.ndarray:
+                reduced: bool) -> np.ndarray:
     """A binary model's (2, h, w) probabilities with the track's held curves' ink (`pinned_ink`, on the
-    scan's grid) raised to PINNED_PROBABILITY on the model's grid, in a track whose hints tell its curves
-    apart (`told_apart`); anything else as it is."""
-    if scan is None or probabilities.shape[0] != 2 or not resampling.reduced or not told_apart(calibration, scan):
+    scan's grid) raised to PINNED_PROBABILITY on the model's grid, where the scan was `reduced` for the model
+    (`rescale.Resampling.reduced`) and the hints tell the track's curves apart (`told_apart`); anything else
+    as it is."""
+    if scan is None or probabilities.shape[0] != 2 or not reduced or not told_apart(calibration, scan):
         return probabilities
     ink, runs = _pinned(scan, calibration.track_top, calibration.track_bottom)
     h, w = probabilities.shape[1:]
