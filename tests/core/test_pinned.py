@@ -13,6 +13,7 @@ from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.pinned import pinned_ink, told_apart, with_pinned
 from veernet_core.digitise.rescale import resampling_for, scan_curves
+from veernet_core.digitise.tracer import TraceOptions
 
 PAPER, BORDER, INK = 228, 150, 20
 TOP, BOTTOM = 30, 529  # track rows: a 499-row track, as a full-resolution scan's
@@ -20,6 +21,7 @@ HEIGHT, WIDTH = 560, 4000
 HELD = (1240, 2600)  # columns where the curve is held at the track's right-hand (bottom) edge
 HELD_AT = 0.985  # of the track, as a recorder's pen holds it: a few pixels inside the border
 MODEL_SCALE = 0.2
+THRESHOLD = TraceOptions().threshold
 
 
 def _centre(held: bool = True) -> np.ndarray:
@@ -123,14 +125,14 @@ def test_held_ink_is_added_only_where_the_hints_tell_the_curves_apart_on_a_reduc
     reduced = resampling_for(scan.shape, MODEL_SCALE, 1.0)
     probabilities = _model_blind_to_held(ink, reduced.model_size)
     dashed = {"mnemonic": "SP", "left": -100, "right": 0, "style": "dashed", "ink": "dark"}
-    raised = with_pinned(probabilities, pixels, _calibration(GR, dashed), reduced.reduced)
+    raised = with_pinned(probabilities, pixels, _calibration(GR, dashed), reduced.reduced, THRESHOLD)
     held_cols = slice(round(HELD[0] * MODEL_SCALE) + 4, round(HELD[1] * MODEL_SCALE) - 4)
     assert (raised[1, :, held_cols].max(axis=0) >= 0.9).all()
     assert np.allclose(raised.sum(axis=0), 1.0)
     alike = dict(GR, mnemonic="GR2")  # the same style and ink: a held line would be a meeting of two alike
-    assert with_pinned(probabilities, pixels, _calibration(GR, alike), reduced.reduced) is probabilities
+    assert with_pinned(probabilities, pixels, _calibration(GR, alike), reduced.reduced, THRESHOLD) is probabilities
     as_is = resampling_for(scan.shape, 1.0, 1.0)  # a scan at the model's scale: its track is short
-    assert with_pinned(probabilities, pixels, _calibration(GR), as_is.reduced) is probabilities
+    assert with_pinned(probabilities, pixels, _calibration(GR), as_is.reduced, THRESHOLD) is probabilities
 
 
 def test_told_apart_by_style_or_by_ink_where_the_scan_shows_its_inks() -> None:
@@ -160,7 +162,7 @@ def test_a_flat_line_no_curve_comes_to_is_not_given_to_the_tracer() -> None:
     cover = np.asarray(Image.fromarray(ink.astype(np.float32)).resize(reduced.model_size[::-1], Image.Resampling.BOX))
     curve = np.where(cover > 0.1, 0.95, 0.02).astype(np.float32)
     probabilities = np.stack([1 - curve, curve])
-    assert with_pinned(probabilities, pixels, _calibration(GR), reduced.reduced) is probabilities
+    assert with_pinned(probabilities, pixels, _calibration(GR), reduced.reduced, THRESHOLD) is probabilities
 
 
 def test_a_thick_border_a_few_rows_off_the_calibration_is_the_border() -> None:

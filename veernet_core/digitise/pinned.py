@@ -136,11 +136,10 @@ def _joined(curve: np.ndarray, row: float, ends: list[float], inward: int, reach
     r0 = int(round(row)) + inward
     lo, hi = (r0, r0 + inward * reach) if inward > 0 else (r0 + inward * reach, r0)
     lo, hi = max(0, lo), min(h - 1, hi)
-    for end in ends:
-        c = int(round(end))
-        if lo <= hi and curve[lo : hi + 1, max(0, c - JOIN_COLUMNS) : min(w, c + JOIN_COLUMNS + 1)].any():
-            return True
-    return False
+    if lo > hi:
+        return False
+    return any(curve[lo : hi + 1, max(0, c - JOIN_COLUMNS) : min(w, c + JOIN_COLUMNS + 1)].any()
+               for c in (int(round(end)) for end in ends))
 
 
 def told_apart(calibration: Calibration, scan: ScanPixels) -> bool:
@@ -152,25 +151,25 @@ def told_apart(calibration: Calibration, scan: ScanPixels) -> bool:
 
 
 def with_pinned(probabilities: np.ndarray, scan: ScanPixels | None, calibration: Calibration,
-                reduced: bool) -> np.ndarray:
+                reduced: bool, threshold: float) -> np.ndarray:
     """A binary model's (2, h, w) probabilities with the track's held curves' ink (`pinned_ink`, on the
     scan's grid) raised to PINNED_PROBABILITY on the model's grid, where the scan was `reduced` for the model
     (`rescale.Resampling.reduced`) and the hints tell the track's curves apart (`told_apart`); anything else
-    as it is."""
+    as it is. The model marks a curve where its probability reaches `threshold` (the tracer's)."""
     if scan is None or probabilities.shape[0] != 2 or not reduced or not told_apart(calibration, scan):
         return probabilities
     ink, runs = _pinned(scan, calibration.track_top, calibration.track_bottom)
     h, w = probabilities.shape[1:]
     fr, fc = h / ink.shape[0], w / ink.shape[1]
-    curve = probabilities[1] >= 0.5
+    curve = probabilities[1] >= threshold
     reach = max(2, round(JOIN_SHARE * (calibration.track_bottom - calibration.track_top) * fr))
-    found = np.zeros_like(ink)
-    for row, first, last, inward in runs:
-        if _joined(curve, (row + 0.5) * fr - 0.5, [(first + 0.5) * fc - 0.5, (last + 0.5) * fc - 0.5], inward, reach):
-            found[row, first : last + 1] = ink[row, first : last + 1]
-    if not found.any():
+    for row, first, last, inward in runs:  # a row's runs are apart: a run no curve comes to is taken out
+        if not _joined(curve, (row + 0.5) * fr - 0.5, [(first + 0.5) * fc - 0.5, (last + 0.5) * fc - 0.5], inward,
+                       reach):
+            ink[row, first : last + 1] = False
+    if not ink.any():
         return probabilities
-    rows, cols = np.nonzero(found)
+    rows, cols = np.nonzero(ink)
     r = np.clip(np.rint((rows + 0.5) * fr - 0.5).astype(np.int64), 0, h - 1)
     c = np.clip(np.rint((cols + 0.5) * fc - 0.5).astype(np.int64), 0, w - 1)
     out = probabilities.copy()

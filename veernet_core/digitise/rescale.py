@@ -163,7 +163,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     tone or colour (`tones.traced_by_tone`), where that trace found it; its name and verdict are the naming's.
     """
     options = options or TraceOptions()
-    probabilities = with_pinned(probabilities, scan, calibration, resampling.reduced)
+    probabilities = with_pinned(probabilities, scan, calibration, resampling.reduced, options.threshold)
     grid = on_model_grid(options, resampling)
     if not resampling.resampled:
         return digitise(probabilities, calibration, grid, scan)
