@@ -62,10 +62,16 @@ def snapshot_code(dest: Path) -> Path:
     The working tree may be edited while a long run goes on (a shared checkout); a worker forked
     mid-run would then import different code from the reference run or the migrated schema. With a
     snapshot, one run tests one version of the code.
+
+    The caches in `__pycache__` come along with their sources' times (copy2): Python's bytecode and
+    numba's compiled tracer (`veernet_core.digitise.tracer_loop`) are checked against their source's
+    time and size, so where the checkout's caches are current every process loads them instead of
+    compiling (about 27 s of CPU per inference worker for numba alone), and where a source has
+    changed since, that one is compiled again.
     """
     global _code
     for package in CODE_PACKAGES:
-        shutil.copytree(ROOT / package, dest / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(ROOT / package, dest / package)
     _code = dest
     return dest
 

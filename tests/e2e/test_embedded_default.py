@@ -55,37 +55,64 @@ DEMO_NOISE = ("-------------- [queues]", "v5.", "SecurityWarning", "superuser", 
               "CPUAllocator", "Warm shutdown")
 
 
-def test_make_run_trains_downloads_and_digitises_end_to_end(tmp_path: Path, e2e_dir: Path) -> None:
-    """`make run` is `veernet demo`: the whole product on the embedded default, nothing configured."""
+def test_make_run_trains_downloads_and_digitises_and_with_keep_serves_until_ctrl_c(tmp_path: Path,
+                                                                                e2e_dir: Path) -> None:
+    """`make run` is `veernet demo`: the whole product on the embedded default, nothing configured. One run,
+    with --keep (`make run KEEP=1`), checks both: all the demo says and makes up to its report is the same
+    with and without it (`run_demo`; the ending without it: tests/cli/test_demo_ending.py), and then the
+    service stays up with the job's dashboard page until Ctrl-C."""
     import lasio
 
     data = tmp_path / "data"
-    env = service_env(VEERNET_DATA_DIR=data)  # the defaults users get: no fast leases
     port = free_port()
-    done = subprocess.run([sys.executable, "-m", "api.cli", "demo", "--port", str(port)], env=env,
-                          cwd=code_root(), capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    out = done.stdout
-    assert "succeeded" in out and "sha256 verified" in out, out
-    las_files = list(data.glob("segment-*.las"))
-    assert len(las_files) == 1 and len(list(data.glob("segment-*.csv"))) == 1, out
-    las = lasio.read(str(las_files[0]))
-    assert las.index.size > 100 and len(las.curves) == 3, las.curves  # depth and the scan's two curves
-    errors = [float(line.split("mean error ")[1].split(" %")[0]) for line in out.splitlines() if "mean error" in line]
-    assert len(errors) == 2 and max(errors) < 5.0, out  # the bundled model reads the held-out scan's curves
+    base = f"http://127.0.0.1:{port}"
+    demo = subprocess.Popen([sys.executable, "-m", "api.cli", "demo", "--port", str(port), "--keep"],
+                            env=service_env(VEERNET_DATA_DIR=data),  # the defaults users get: no fast leases
+                            cwd=code_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal has it
+    try:
+        said = []
+        assert demo.stdout is not None
+        for line in demo.stdout:  # until the demo says the service stays
+            said.append(line.rstrip("\n"))
+            if "press Ctrl-C" in line:
+                break
+        out = "\n".join(said)
+        assert said and "press Ctrl-C" in said[-1], out + demo.communicate(timeout=60)[1]
+        said += [demo.stdout.readline().rstrip("\n") for _ in range(2)]
+        assert "succeeded" in out and "sha256 verified" in out, out
+        las_files = list(data.glob("segment-*.las"))
+        assert len(las_files) == 1 and len(list(data.glob("segment-*.csv"))) == 1, out
+        las = lasio.read(str(las_files[0]))
+        assert las.index.size > 100 and len(las.curves) == 3, las.curves  # depth and the scan's two curves
+        errors = [float(line.split("mean error ")[1].split(" %")[0]) for line in said if "mean error" in line]
+        assert len(errors) == 2 and max(errors) < 5.0, out  # the bundled model reads the held-out scan's curves
 
-    # While it runs, the job's dashboard page; at the end, no link to the service it has stopped.
-    job_id = int(re.findall(rf"watch it in the dashboard: http://127\.0\.0\.1:{port}/#/jobs/(\d+)$", out, re.M)[0])
-    assert re.search(rf"job {job_id} succeeded: epochs done 2/2, step (\d+)/\1, ", out), out
-    ending = out.split("where everything is:")[1]
-    assert "http://" not in ending, ending
-    assert out.splitlines()[-1] == (f"the service has stopped. To look around the dashboard (this job's page is "
-                                    f"/#/jobs/{job_id}), keep it running: make run KEEP=1, or veernet demo --keep")
+        # While it runs, the job's dashboard page; in the report, where everything is, and no service link.
+        job_id = int(re.findall(rf"watch it in the dashboard: {base}/#/jobs/(\d+)$", out, re.M)[0])
+        assert re.search(rf"job {job_id} succeeded: epochs done 2/2, step (\d+)/\1, ", out), out
+        assert re.search(rf"^job {job_id} succeeded in ", out, re.M), out
+        ending = out.split("where everything is:")[1].split("the service keeps running")[0]
+        assert "http://" not in ending, ending
+        # --keep: the links, and the service answering on them.
+        assert said[-2] == f"  dashboard       {base}/#/jobs/{job_id}  (this job's page)", said
+        assert httpx.get(f"{base}/jobs/{job_id}").json()["status"] == "succeeded"
+        assert '<main id="view"' in httpx.get(f"{base}/").text  # the dashboard's page
+        os.killpg(demo.pid, signal.SIGINT)  # Ctrl-C reaches the terminal's whole process group
+        demo.wait(timeout=90)
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+    rest, errors_said = demo.communicate()
+    assert demo.returncode == 0, errors_said
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{base}/livez", timeout=2)
     for noise in DEMO_NOISE:
-        assert noise not in out + done.stderr, f"{noise!r} in the demo's output:\n{out}\n{done.stderr}"
+        assert noise not in out + rest + errors_said, f"{noise!r} in the demo's output:\n{out}\n{errors_said}"
     # stderr holds the API's one notice that keys are off, and nothing else on a run that went well.
-    said = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(said) == 1 and "API keys are off" in said[0], done.stderr
+    notices = [line for line in errors_said.splitlines() if line.strip()]
+    assert len(notices) == 1 and "API keys are off" in notices[0], errors_said
 
 
 def test_demo_refuses_a_busy_port_before_starting_anything(tmp_path: Path, e2e_dir: Path) -> None:
@@ -103,37 +130,6 @@ def test_demo_refuses_a_busy_port_before_starting_anything(tmp_path: Path, e2e_d
     assert "\n" not in line and f"port {port} on 127.0.0.1 is in use (another service?)" in line, line
     assert "choose another with --port" in line, line
     assert not data.exists(), "nothing may start, nor write, before the port is known to be free"
-
-
-def test_demo_keep_leaves_the_service_up_with_the_job_s_dashboard_page_until_ctrl_c(tmp_path: Path,
-                                                                                    e2e_dir: Path) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    demo = subprocess.Popen([sys.executable, "-m", "api.cli", "demo", "--port", str(port), "--keep"],
-                            env=service_env(VEERNET_DATA_DIR=tmp_path / "data"), cwd=code_root(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal has it
-    try:
-        said = []
-        assert demo.stdout is not None
-        for line in demo.stdout:  # until the demo says the service stays
-            said.append(line.rstrip("\n"))
-            if "press Ctrl-C" in line:
-                break
-        assert said and "press Ctrl-C" in said[-1], "\n".join(said) + demo.communicate(timeout=60)[1]
-        said += [demo.stdout.readline().rstrip("\n") for _ in range(2)]
-        job_id = int(re.findall(r"^job (\d+) succeeded in ", "\n".join(said), re.M)[0])
-        assert said[-2] == f"  dashboard       {base}/#/jobs/{job_id}  (this job's page)", said
-        assert httpx.get(f"{base}/jobs/{job_id}").json()["status"] == "succeeded"
-        assert '<main id="view"' in httpx.get(f"{base}/").text  # the dashboard's page
-        os.killpg(demo.pid, signal.SIGINT)  # Ctrl-C reaches the terminal's whole process group
-        demo.wait(timeout=90)
-    finally:
-        if demo.poll() is None:
-            os.killpg(demo.pid, signal.SIGKILL)
-    assert demo.returncode == 0, demo.communicate()[1]
-    with pytest.raises(httpx.TransportError):
-        httpx.get(f"{base}/livez", timeout=2)
 
 
 def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedded_stack: Stack) -> None:
