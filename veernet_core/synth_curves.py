@@ -61,16 +61,27 @@ def _add_kicks(rng: np.random.Generator, f: np.ndarray, detail: float) -> None:
         f[start : start + kick_width] += amplitude
 
 
-def _add_excursion(rng: np.random.Generator, f: np.ndarray, side: int) -> None:
-    """Push one stretch past the edge on `side`, so the trace wraps onto that side's backup scale."""
+def _add_excursion(rng: np.random.Generator, f: np.ndarray, side: int, half: int = 0) -> None:
+    """Push one stretch past the edge on `side`, so the trace wraps onto that side's backup scale (or is
+    held at it); `half`: its half width in columns (0: drawn)."""
     centre = int(rng.integers(0, f.size))
-    half = max(2, round(rng.uniform(0.005, 0.04) * f.size))
+    half = half or max(2, round(rng.uniform(0.005, 0.04) * f.size))
     target = 0.5 + side * rng.uniform(0.58, 1.2)
     t = np.arange(-half, half + 1) / half
     window = np.clip(1.6 * (0.5 + 0.5 * np.cos(np.pi * t)), 0.0, 1.0)  # flat-topped bump
     cols = np.arange(centre - half, centre + half + 1)
     inside = (cols >= 0) & (cols < f.size)
     f[cols[inside]] += (target - f[centre]) * window[inside]
+
+
+def hold(rng: np.random.Generator, f: np.ndarray, side: int) -> np.ndarray:
+    """Run the trace off `side` (a side with no backup scale) one to three times and hold it there, as a
+    plotter clips a pen: flat along the edge, on the track's border line or up to 2 % of the track inside."""
+    f = f.copy()
+    for _ in range(int(rng.integers(1, 4))):
+        _add_excursion(rng, f, side, max(3, round(rng.uniform(0.01, 0.05) * f.size)))
+    inset = 0.0 if rng.random() < 0.4 else float(rng.uniform(0.005, 0.02))
+    return np.minimum(f, 1.0 - inset) if side > 0 else np.maximum(f, inset)
 
 
 def _fold(f: np.ndarray, sides: tuple[int, ...]) -> np.ndarray:

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veernet_core.synth_truth import STYLES, WRAPS, ink_class
+from veernet_core.synth_truth import STYLES, WRAPS, ink_class, wrap_sides
 
 STROKES = (1, 2, 3, 4)  # px in the rendered image, whatever the scale: thin pens and thick ones
 CURVE_COUNTS = (1, 2, 3, 4)
 PAGE_LEVELS = ("bilevel", "jpeg", "low_res", "stains", "skew", "labels_in_track")
 PAIR_LEVELS = ("same_ink_solid_pair", "solid_pair_by_ink")
 EXCLUDABLE: tuple[str, ...] = (
-    *STYLES, "dark", "light", *PAIR_LEVELS, *(f"wrap_{w}" for w in WRAPS[1:]), "interrupted",
+    *STYLES, "dark", "light", *PAIR_LEVELS, *(f"wrap_{w}" for w in WRAPS[1:]), "interrupted", "held",
     *(f"stroke_{s}" for s in STROKES), *(f"curves_{n}" for n in CURVE_COUNTS), *PAGE_LEVELS,
 )
 # Groups of which at least one level must stay: a log needs a style, an ink, a stroke and a count.
@@ -120,6 +120,20 @@ def _look(rng: np.random.Generator, excluded: frozenset[str], style: str | None 
     wrap = str(choose(rng, WRAPS, (0.6, 0.17, 0.13, 0.1), [w == "none" or f"wrap_{w}" not in excluded for w in WRAPS]))
     interrupted = _chance(rng, 0.12, "interrupted", excluded)
     return CurveLook(style or drawn_style, ink, stroke, wrap, interrupted)
+
+
+HELD_SHARE = 0.1  # of curves: held at an edge with no backup scale where they run off the track
+
+
+def held_edge(rng: np.random.Generator, wrap: str, excluded: frozenset[str]) -> int:
+    """The edge a curve runs off and is held at, as a plotter clips a pen with no backup scale to go to
+    (+1 `right`, -1 `left`), or 0. Only a side its header gives no backup scale; two draws always, so that
+    excluding "held" leaves every later draw of `rng` alone."""
+    draw, pick = rng.random(), rng.random()
+    free = [side for side in (1, -1) if side not in wrap_sides(wrap)]
+    if "held" in excluded or not free or draw >= HELD_SHARE:
+        return 0
+    return free[min(int(pick * len(free)), len(free) - 1)]
 
 
 def _violates(looks: list[CurveLook], excluded: frozenset[str]) -> bool:

@@ -96,6 +96,9 @@ class CurveTruth:
     stroke_px: int  # stroke thickness in pixels of this image
     inked: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))  # bool per column: ink drawn
     colour: str = ""  # on a colour scan, the ink's colour as a legend names it (red, blue, ...); "" gray or black
+    # The edge the curve is held at where it runs off a side without a backup scale (+1 `right`, -1 `left`),
+    # as a plotter clips it: it runs flat along that edge, on the border line or a few pixels inside; 0: never.
+    held: int = 0
 
     def __post_init__(self) -> None:
         if self.inked.size == 0:
@@ -194,7 +197,7 @@ class SynthLog:
         """The log's factor levels as words an evaluation can group by (page factors and curve looks)."""
         levels = [f"curves_{len(self.curves)}"]
         levels += [name for name in ("bilevel", "jpeg", "low_res", "stains", "skew", "labels_in_track",
-                                     "same_ink_solid_pair", "solid_pair_by_ink") if self.factors.get(name)]
+                                     "same_ink_solid_pair", "solid_pair_by_ink", "held") if self.factors.get(name)]
         return levels
 
     def truth_json(self) -> dict[str, Any]:

@@ -162,6 +162,46 @@ def test_wrapped_columns_are_drawn_on_their_sides_backup_scale() -> None:
     assert sides_seen == {("right", 1), ("left", -1), ("both", 1), ("both", -1)}
 
 
+def test_a_held_curve_runs_flat_along_an_edge_it_has_no_backup_scale_for() -> None:
+    """A plotter with no backup scale to go to clips the pen: the curve runs flat along the edge, on the
+    border line or within 2 % of the track inside, its value there the edge's, its ink in the mask."""
+    held = [(log, curve) for log, curve in _curves() if curve.held]
+    assert len(held) >= 0.05 * len(_curves()) and {curve.held for _, curve in held} == {1, -1}
+    on_the_border, stretches = 0, 0
+    for log, curve in held:
+        assert curve.held not in wrap_sides(curve.wrap) and log.factors["held"]
+        fraction = np.where(curve.wrap_side == 0, _fraction(log, curve), np.nan)  # on its own scale
+        edge = np.nanmax(fraction) if curve.held > 0 else np.nanmin(fraction)
+        inset = 1.0 - edge if curve.held > 0 else edge
+        assert -1e-9 <= inset <= 0.021, inset
+        on_the_border += inset < 1e-9
+        flat = np.flatnonzero(np.abs(fraction - edge) < 1e-9)
+        stretches += flat.size >= 3  # where the curve is not logged over most of it, fewer columns show
+        np.testing.assert_allclose(curve.values[flat], curve.scale.to_value(np.full(flat.size, edge)), rtol=1e-9)
+        inked = flat[curve.inked[flat]]
+        rows = np.rint(curve.row[inked]).astype(int)
+        assert log.mask[rows, inked].mean() > 0.9, "the held ink is the curve's in the mask"
+    assert 0 < on_the_border < len(held) and stretches >= 0.9 * len(held), "held over stretches of columns"
+    plain = [_fraction(log, c) for log, c in _curves() if not c.held and c.wrap == "none" and np.isfinite(c.row).any()]
+    assert all(np.nanmin(f) > 0.0 and np.nanmax(f) < 1.0 for f in plain), "a curve not held stays off the edges"
+
+
+def test_holding_a_curve_changes_no_other_draw() -> None:
+    """The held curves come from a generator of their own: without them (exclude "held") every log is
+    drawn as it was, the held curve aside."""
+    for index in range(40):
+        log, plain = _log(index), generate(0, index, SMALL, exclude=("held",))
+        if not log.factors["held"]:
+            assert _digest(log) == _digest(plain)
+            continue
+        assert not plain.factors["held"]
+        for curve, other in zip(log.curves, plain.curves, strict=True):
+            assert (curve.style, curve.ink, curve.stroke_px, curve.wrap) == (other.style, other.ink, other.stroke_px,
+                                                                             other.wrap)
+            if not curve.held:
+                np.testing.assert_array_equal(curve.row, other.row)
+
+
 def test_backup_scale_is_shifted_by_one_track_width() -> None:
     gr = TrackScale(0.0, 150.0, False, "GR", "API")
     assert gr.backup(1) == TrackScale(150.0, 300.0, False, "GR", "API")
