@@ -92,7 +92,7 @@ def test_dataloader_workers_change_no_bit_of_the_run(tmp_path: Path) -> None:
     weights = []
     for workers in (0, 2):
         out = tmp_path / f"workers-{workers}"
-        config = TrainConfig.from_dict({**CONFIG, "data": {**CONFIG["data"], "dataset_size": 24}, "epochs": 1,
+        config = TrainConfig.from_dict({**CONFIG, "data": {**CONFIG["data"], "dataset_size": 15}, "epochs": 1,
                                         "num_workers": workers, "checkpoint_every_steps": 0})
         result = train(config, LocalStore(out))
         assert result.status == "completed" and result.last_checkpoint is not None
