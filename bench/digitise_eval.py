@@ -19,16 +19,16 @@ older calibration format (integer wrap, no hints), the hints are dropped, a curv
 both sides is passed as wrap 0, and `calibration_hints` says "ignored".
 
 Figures (bench/digitise_figures.py): per curve position (1..4) and per factor level (style, ink class,
-stroke, curves in the log, wrap sides, 1-bit scan, JPEG, low resolution, stains, skew, depth numbers
-in the track, pairs of solid curves, what the hints tell a curve apart from the others of its track by:
-`told_apart_by`), each with coverage, mean error as % of the track range
-(`mae_pct`), the share of samples off by more than 5 % (`off_5pct`); `worst` lists the worst groups
-first; `identity_blind` is the mean error with traces re-matched to true curves column by column (what
-the error would be if every curve were named right); `stretch_named` re-matches them only stretch by
-stretch between the places where traces meet (what it would be if the naming were right everywhere and
-the tracer's continuity between meetings kept), so mae - stretch_named is the naming's share of the
-error and stretch_named - identity_blind the share of traces that change curves away from any meeting;
-`iou` per class from pixel counts over all logs.
+stroke, curves in the log, wrap sides, 1-bit scan, JPEG, low resolution, stains, skew, depth numbers in
+the track, pairs of solid curves, what the hints tell a curve apart from the others of its track by:
+`told_apart_by`; on the generator's logs, `held`: a curve held at an edge), each with coverage, mean
+error as % of the track range (`mae_pct`), the share of samples off by more than 5 % (`off_5pct`);
+`worst` lists the worst groups first; `identity_blind` is the mean error with traces re-matched to true
+curves column by column (what the error would be if every curve were named right); `stretch_named`
+re-matches them only stretch by stretch between the places where traces meet (what it would be if the
+naming were right everywhere and the tracer's continuity between meetings kept), so mae - stretch_named
+is the naming's share of the error and stretch_named - identity_blind the share of traces that change
+curves away from any meeting; `iou` per class from pixel counts over all logs.
 """
 
 from __future__ import annotations
@@ -154,7 +154,10 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
                      "ink_class": curve.colour or curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
                      "curves_in_log": len(log.curves), "told_apart_by": told_apart(hints, k), "factors": log.factors,
                      "ink_found": ink_found(ink, curve.row, curve.inked), "identity": identity,
-                     "hint_warnings": warned, "style_unconfirmed": unconfirmed})
+                     "hint_warnings": warned, "style_unconfirmed": unconfirmed,
+                     # The generator says which curves it held at an edge (`synth_factors.held_edge`); the
+                     # independent renderer's truth does not (it squeezes every curve softly inside).
+                     "held": ("yes" if curve.held else "no") if "held" in log.factors else None})
     return rows
 
 

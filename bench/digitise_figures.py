@@ -99,6 +99,8 @@ def levels(row: Row) -> dict[str, str]:
              "curves_in_log": str(row["curves_in_log"]), "wrap": row["wrap"], "identity": row["identity"],
              "told_apart_by": row["told_apart_by"]}
     found.update({name: "yes" if row["factors"].get(name) else "no" for name in PAGE_FACTORS})
+    if row.get("held") is not None:  # the curve held at an edge: known on the generator's logs only
+        found["held"] = row["held"]
     return found
 
 

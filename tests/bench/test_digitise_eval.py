@@ -39,6 +39,11 @@ def test_figures_per_position_and_factor_with_a_perfect_segmenter(renderer: str,
     assert count(verdicts, "single") == count(result["by_factor"]["curves_in_log"], "1")
     assert count(result["by_factor"]["told_apart_by"], "single") == count(verdicts, "single")
     assert count(verdicts, "ambiguous") == result["identity"]["flagged_ambiguous"]
+    # Curves held at an edge: a level of the generator's logs, which say which; the independent renderer's do not.
+    held = result["by_factor"].get("held")
+    assert (held is not None) == (renderer == "synth")
+    if held is not None:
+        assert count(held, "yes") + count(held, "no") == result["curves"]
     ranked = [w["mae_pct"] for w in result["worst"]]
     assert ranked == sorted(ranked, reverse=True, key=lambda v: float("inf") if v is None else v)
     assert result["calibration_hints"] in ("read", "ignored")
