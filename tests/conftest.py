@@ -17,6 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the repo is not installed in the test venv; make its packages importable
     sys.path.insert(0, str(ROOT))
 
+import ast  # noqa: E402
+
+from tests.syntax import parse_retried  # noqa: E402
+
+# pytest parses every test module it rewrites with `ast.parse`: on CPython 3.11 before 3.11.8 that parse
+# may fail spuriously now and then (tests/syntax.py); tried again, it does not stop the run.
+ast.parse = parse_retried  # type: ignore[assignment]
+
 from api import auth, changes, db, health, limits, queries, storage  # noqa: E402
 from api.settings import Settings, get_settings  # noqa: E402
 from worker.celery_app import get_celery  # noqa: E402
