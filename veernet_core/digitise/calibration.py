@@ -22,9 +22,15 @@ from veernet_core.digitise.calibration_scales import (
     track_problems,
 )
 
-__all__ = ["Anchor", "Calibration", "CalibrationError", "CurveScale", "DepthScale"]
+__all__ = ["Anchor", "Calibration", "CalibrationError", "CurveScale", "DepthScale", "to_grid"]
 
 MAX_CURVES = 4  # curves one track may carry: the naming step tries every assignment of traces to curves
+
+
+def to_grid(position: Any, factor: float) -> Any:
+    """A row or column of the scan (a float or an array of them) on a grid `factor` times as fine; pixel
+    centres at integers on both."""
+    return (position + 0.5) * factor - 0.5
 
 
 @dataclass(frozen=True)

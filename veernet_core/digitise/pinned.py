@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from veernet_core.digitise.calibration import Calibration
+from veernet_core.digitise.calibration import Calibration, to_grid
 from veernet_core.digitise.ink import MIN_DARKNESS, ScanPixels, page_of
 
 BAND_SHARE = 0.06  # of the track's height: how far inside an edge a held curve is looked for
@@ -164,14 +164,13 @@ def with_pinned(probabilities: np.ndarray, scan: ScanPixels | None, calibration:
     curve = probabilities[1] >= threshold
     reach = max(2, round(JOIN_SHARE * (calibration.track_bottom - calibration.track_top) * fr))
     for row, first, last, inward in runs:  # a row's runs are apart: a run no curve comes to is taken out
-        if not _joined(curve, (row + 0.5) * fr - 0.5, [(first + 0.5) * fc - 0.5, (last + 0.5) * fc - 0.5], inward,
-                       reach):
+        if not _joined(curve, to_grid(row, fr), [to_grid(first, fc), to_grid(last, fc)], inward, reach):
             ink[row, first : last + 1] = False
     if not ink.any():
         return probabilities
     rows, cols = np.nonzero(ink)
-    r = np.clip(np.rint((rows + 0.5) * fr - 0.5).astype(np.int64), 0, h - 1)
-    c = np.clip(np.rint((cols + 0.5) * fc - 0.5).astype(np.int64), 0, w - 1)
+    r = np.clip(np.rint(to_grid(rows, fr)).astype(np.int64), 0, h - 1)
+    c = np.clip(np.rint(to_grid(cols, fc)).astype(np.int64), 0, w - 1)
     out = probabilities.copy()
     raised = np.maximum(out[1, r, c], np.float32(PINNED_PROBABILITY))
     out[1, r, c] = raised

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from veernet_core.data import MIN_SIDE
-from veernet_core.digitise.calibration import Calibration, DepthScale
+from veernet_core.digitise.calibration import Calibration, DepthScale, to_grid
 from veernet_core.digitise.curves import (
     Digitised,
     assigned_by_tracer,
@@ -130,15 +130,10 @@ def scaled_calibration(calibration: Calibration, scan_size: tuple[int, int], siz
     """The same calibration on a grid of `size`: track rows and depth columns moved with pixel centres."""
     fr, fc = size[0] / scan_size[0], size[1] / scan_size[1]
     d = calibration.depth
-    depth = DepthScale(d.unit, _to_grid(d.col_a, fc), d.depth_a, _to_grid(d.col_b, fc), d.depth_b)
-    top = min(max(_to_grid(calibration.track_top, fr), 0.0), size[0] - 1.0)
-    bottom = min(max(_to_grid(calibration.track_bottom, fr), top + 1e-3), size[0] - 1.0)
+    depth = DepthScale(d.unit, to_grid(d.col_a, fc), d.depth_a, to_grid(d.col_b, fc), d.depth_b)
+    top = min(max(to_grid(calibration.track_top, fr), 0.0), size[0] - 1.0)
+    bottom = min(max(to_grid(calibration.track_bottom, fr), top + 1e-3), size[0] - 1.0)
     return replace(calibration, depth=depth, track_top=top, track_bottom=bottom)
-
-
-def _to_grid(position: float, factor: float) -> float:
-    """A row or column of the scan on a grid `factor` times as fine; pixel centres at integers on both."""
-    return (position + 0.5) * factor - 0.5
 
 
 def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling: Resampling,
@@ -231,7 +226,7 @@ def map_trace(trace: ColumnTrace, width: int, track_top: float, track_bottom: fl
     fractions, continuous across wraps) and confidences interpolated between the two nearest columns,
     wrap level and bridging from the nearest; rows from the scan's own track borders."""
     small = trace.u.size
-    x = np.clip((np.arange(width) + 0.5) * (small / width) - 0.5, 0, small - 1)
+    x = np.clip(to_grid(np.arange(width), small / width), 0, small - 1)
     i0 = np.minimum(np.floor(x).astype(np.int64), max(small - 2, 0))
     i1 = np.minimum(i0 + 1, small - 1)
     t = x - i0
