@@ -65,7 +65,7 @@ sys.path.insert(0, str(ROOT))
 from veernet_core.config import DataConfig, ModelConfig, TrainConfig  # noqa: E402
 from veernet_core.data import align, pad_collate  # noqa: E402
 from veernet_core.losses import LossWeights  # noqa: E402
-from veernet_core.memory import probe_memory  # noqa: E402
+from veernet_core.memory_probe import probe_memory  # noqa: E402
 from veernet_core.plan_gpus import (  # noqa: E402
     ASSUMED_EFFICIENCY,
     assumed_efficiency,
@@ -75,7 +75,7 @@ from veernet_core.plan_gpus import (  # noqa: E402
 )
 from veernet_core.plan_probe import device_class, measure_device  # noqa: E402
 from veernet_core.sampler import BucketBatchSampler  # noqa: E402
-from veernet_core.synth import SynthDataset  # noqa: E402
+from veernet_core.synth_dataset import SynthDataset  # noqa: E402
 from veernet_core.train import batch_loader, budget_and_memory, loader_workers  # noqa: E402
 from veernet_core.trainer import Trainer, amp_dtype  # noqa: E402
 

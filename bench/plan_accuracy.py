@@ -39,7 +39,7 @@ from veernet_core.plan import Reliability, make_plan, pixel_budget
 from veernet_core.plan_probe import measure_here
 from veernet_core.progress import Progress, TrainCallbacks
 from veernet_core.sampler import BucketBatchSampler, Step
-from veernet_core.synth import SynthDataset
+from veernet_core.synth_dataset import SynthDataset
 from veernet_core.train import train
 from veernet_core.trainer import Trainer
 

@@ -42,9 +42,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from veernet_core.config import DataConfig, ModelConfig, TrainConfig
 from veernet_core.data import model_extents, pad_collate, padding_waste
 from veernet_core.losses import LossWeights, step_loss
-from veernet_core.memory import probe_memory
+from veernet_core.memory_probe import probe_memory
 from veernet_core.sampler import BucketBatchSampler, Step
-from veernet_core.synth import SynthDataset, log_size
+from veernet_core.synth import log_size
+from veernet_core.synth_dataset import SynthDataset
 from veernet_core.train import pixel_budget_for
 from veernet_core.trainer import Trainer, build_for_training
 

@@ -20,8 +20,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import torch
-
 FORMAT_VERSION = 1
 REQUIRED_KEYS = (
     "format_version", "model", "optimizer", "scheduler", "scaler", "epoch", "step", "sampler",
@@ -216,6 +214,8 @@ def serialize(state: dict[str, Any]) -> tuple[bytes, str]:
     missing = [k for k in REQUIRED_KEYS if k not in state]
     if missing:
         raise CheckpointError(f"checkpoint lacks {missing}")
+    import torch  # here, not at the top: the API and the reaper use the stores and never load torch
+
     buffer = io.BytesIO()
     torch.save(state, buffer)
     data = buffer.getvalue()
@@ -228,6 +228,8 @@ def deserialize(data: bytes, expected_sha256: str | None = None) -> dict[str, An
         actual = hashlib.sha256(data).hexdigest()
         if actual != expected_sha256:
             raise CheckpointError(f"sha256 mismatch: expected {expected_sha256}, got {actual}")
+    import torch
+
     try:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import Tensor
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 GRID = 32
 MIN_SIDE = 32
+# On CPU a batch with more padded pixels than this runs as several smaller ones (see
+# VeerNet._forward_in_parts): an activation above glibc's 32 MB mmap threshold is fresh pages on
+# every allocation, whose page faults cost more than the elementwise work on them, and each run is
+# cropped to its own images. 2**17 px keeps the widest activation (the 40-channel concatenation of the
+# last decoder block, float32: 20 MiB) under 32 MiB; 2**18 px made it 40 MiB, fresh pages every step.
+CPU_PART_PIXELS = 2**17
 
 
 def align(n: int, grid: int = GRID) -> int:
@@ -37,6 +44,8 @@ def pad_collate(items: list[dict[str, Any]]) -> dict[str, Tensor]:
     pixels (the loss multiplies by it), extents (N,2) each image's aligned size (the model masks
     outside it), sizes (N,2) real sizes and index (N,).
     """
+    import torch  # here, not at the top: the planner (in the API) uses this module's arithmetic without torch
+
     sizes = [(int(it["image"].shape[-2]), int(it["image"].shape[-1])) for it in items]
     for h, w in sizes:
         check_image(h, w)
@@ -95,3 +104,20 @@ def padding_waste(sizes: dict[int, tuple[int, int]] | list[tuple[int, int]],
     real = sum(sizes[i][0] * sizes[i][1] for batch in batches for i in batch)
     padded = sum(padded_pixels(sizes, batch) for batch in batches)
     return 1.0 - real / padded if padded else 0.0
+
+
+def batch_parts(sizes: list[tuple[int, int]], max_pixels: int) -> list[tuple[int, int, int, int]]:
+    """Runs [start, end) of consecutive images whose padded size (count x max height x max width)
+    stays within `max_pixels` (a single image may exceed it), with each run's max height and width."""
+    runs: list[tuple[int, int, int, int]] = []
+    start = 0
+    while start < len(sizes):
+        end, (part_h, part_w) = start + 1, sizes[start]
+        while end < len(sizes):
+            grown_h, grown_w = max(part_h, sizes[end][0]), max(part_w, sizes[end][1])
+            if (end + 1 - start) * grown_h * grown_w > max_pixels:
+                break
+            end, part_h, part_w = end + 1, grown_h, grown_w
+        runs.append((start, end, part_h, part_w))
+        start = end
+    return runs

@@ -28,15 +28,10 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from veernet_core.config import ModelConfig
+from veernet_core.data import CPU_PART_PIXELS, batch_parts
 from veernet_core.masked_norm import MaskedGroupNorm, half_or_16, norm_silu
 
 GRID = 32  # the total downsample: five stride-2 stages
-# On CPU a batch with more padded pixels than this runs as several smaller ones (see
-# VeerNet._forward_in_parts): an activation above glibc's 32 MB mmap threshold is fresh pages on
-# every allocation, whose page faults cost more than the elementwise work on them, and each run is
-# cropped to its own images. 2**17 px keeps the widest activation (the 40-channel concatenation of the
-# last decoder block, float32: 20 MiB) under 32 MiB; 2**18 px made it 40 MiB, fresh pages every step.
-CPU_PART_PIXELS = 2**17
 
 
 def _mask(x: Tensor, mask: Tensor | None) -> Tensor:
@@ -202,7 +197,7 @@ class VeerNet(nn.Module):
         bias = self.head.bias if self.head.bias is not None else image.new_zeros(self.head.out_channels)
         out = bias.to(image.dtype).view(1, -1, 1, 1).expand(n, -1, height, width)
         out = out.contiguous(memory_format=torch.channels_last)
-        for start, end, part_h, part_w in _parts(sizes, CPU_PART_PIXELS):
+        for start, end, part_h, part_w in batch_parts(sizes, CPU_PART_PIXELS):
             fills = all(size == (part_h, part_w) for size in sizes[start:end])
             part_extents = None if extents is None or fills else extents[start:end]
             out[start:end, :, :part_h, :part_w] = self._forward(image[start:end, :, :part_h, :part_w], part_extents)
@@ -222,23 +217,6 @@ class VeerNet(nn.Module):
             level = 4 - j
             x = self._run(block, x, skips[level], masks[level])
         return self.head(x)
-
-
-def _parts(sizes: list[tuple[int, int]], max_pixels: int) -> list[tuple[int, int, int, int]]:
-    """Runs [start, end) of consecutive images whose padded size (count x max height x max width)
-    stays within `max_pixels` (a single image may exceed it), with each run's max height and width."""
-    runs: list[tuple[int, int, int, int]] = []
-    start = 0
-    while start < len(sizes):
-        end, (part_h, part_w) = start + 1, sizes[start]
-        while end < len(sizes):
-            grown_h, grown_w = max(part_h, sizes[end][0]), max(part_w, sizes[end][1])
-            if (end + 1 - start) * grown_h * grown_w > max_pixels:
-                break
-            end, part_h, part_w = end + 1, grown_h, grown_w
-        runs.append((start, end, part_h, part_w))
-        start = end
-    return runs
 
 
 def build_model(config: ModelConfig) -> VeerNet:

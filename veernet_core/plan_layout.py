@@ -41,9 +41,8 @@ import numpy as np
 from veernet_core.config import TrainConfig
 from veernet_core.data import align, padded_pixels, split_arrays
 from veernet_core.memory import MemoryModel
-from veernet_core.sampler import BucketBatchSampler
+from veernet_core.sampler import BucketBatchSampler, validation_batches
 from veernet_core.synth import log_size
-from veernet_core.trainer import validation_batches
 
 EXACT_PLAN_IMAGES = 20_000  # above this many training images over all epochs, two epochs stand for all
 SAMPLED_EPOCHS = 2

@@ -37,12 +37,13 @@ from veernet_core.checkpoint import LocalStore, SidecarRegistry
 from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import align
 from veernet_core.losses import LossWeights
-from veernet_core.memory import MemoryModel, available_bytes, probe_memory
+from veernet_core.memory import MemoryModel
+from veernet_core.memory_probe import available_bytes, probe_memory
 from veernet_core.plan import SOURCE_PROBE, Throughput
-from veernet_core.sampler import BucketBatchSampler
-from veernet_core.synth import SynthDataset
+from veernet_core.sampler import BucketBatchSampler, validation_batches
+from veernet_core.synth_dataset import SynthDataset
 from veernet_core.train import batch_loader, build_dataset
-from veernet_core.trainer import Trainer, amp_dtype, validation_batches
+from veernet_core.trainer import Trainer, amp_dtype
 
 PROBE_STEPS = 3  # timed steps after the warm-up: enough to average, short enough to answer a request
 PROBE_STEP_PIXELS = 2**20  # a probe step's padded pixels at most (about 1 s on one CPU core)

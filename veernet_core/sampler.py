@@ -119,3 +119,18 @@ class BucketBatchSampler:
         if state["seed"] != self.seed or state["effective_batch"] != self.effective_batch:
             raise ValueError("checkpoint's sampler was built with another seed or effective batch")
         self.set_position(int(state["epoch"]), int(state["step"]))
+
+
+def validation_batches(indices: list[int], sizes: list[tuple[int, int]], pixel_budget: int,
+                       max_batch: int) -> list[list[int]]:
+    """Size-sorted, budget-bounded batches in a fixed order."""
+    ordered = sorted(indices, key=lambda i: (align(sizes[i][0]), align(sizes[i][1]), i))
+    batches: list[list[int]] = []
+    for i in ordered:
+        h, w = align(sizes[i][0]), align(sizes[i][1])  # sorted: the newest image is the largest
+        if batches and len(batches[-1]) < max_batch and (
+                not pixel_budget or (len(batches[-1]) + 1) * h * w <= pixel_budget):
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches

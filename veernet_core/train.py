@@ -29,7 +29,8 @@ from veernet_core.checkpoint import (
 from veernet_core.config import TrainConfig
 from veernet_core.data import pad_collate, split_indices
 from veernet_core.losses import LossWeights
-from veernet_core.memory import MemoryModel, available_bytes, probe_memory
+from veernet_core.memory import MemoryModel
+from veernet_core.memory_probe import available_bytes, probe_memory
 from veernet_core.progress import Progress, StepTimer, StopReason, TrainCallbacks, expected_validation_s, seconds_left
 from veernet_core.sampler import BucketBatchSampler
 from veernet_core.trainer import Trainer, amp_dtype
@@ -56,9 +57,9 @@ def resolve_device(name: str) -> torch.device:
 def build_dataset(config: TrainConfig, s3_client: Any = None) -> Dataset[dict[str, Any]]:
     data = config.data
     if data.kind == "manifest":
-        from veernet_core.manifest import ManifestDataset
+        from veernet_core.manifest_dataset import ManifestDataset
         return ManifestDataset(data.manifest_url, s3_client=s3_client, classes=data.classes)
-    from veernet_core.synth import SynthDataset
+    from veernet_core.synth_dataset import SynthDataset
     return SynthDataset(data.dataset_size, scale=data.scale, classes=data.classes, seed=data.seed,
                         exclude=data.exclude)
 

@@ -23,10 +23,10 @@ from veernet_core.checkpoint import (
     serialize,
 )
 from veernet_core.config import ModelConfig, TrainConfig
-from veernet_core.data import align, model_extents, pad_collate
+from veernet_core.data import model_extents, pad_collate
 from veernet_core.losses import LossWeights, SegmentationCounts, class_names, predict_labels, step_loss
 from veernet_core.model import VeerNet
-from veernet_core.sampler import BucketBatchSampler, Step
+from veernet_core.sampler import BucketBatchSampler, Step, validation_batches
 
 
 def amp_dtype(config: TrainConfig, device: torch.device) -> torch.dtype | None:
@@ -189,21 +189,6 @@ class Trainer:
         prune(store, registry, self.config.keep_last)
         self.checkpoint_time_s = time.monotonic() - t0
         return ref
-
-
-def validation_batches(indices: list[int], sizes: list[tuple[int, int]], pixel_budget: int,
-                       max_batch: int) -> list[list[int]]:
-    """Size-sorted, budget-bounded batches in a fixed order."""
-    ordered = sorted(indices, key=lambda i: (align(sizes[i][0]), align(sizes[i][1]), i))
-    batches: list[list[int]] = []
-    for i in ordered:
-        h, w = align(sizes[i][0]), align(sizes[i][1])  # sorted: the newest image is the largest
-        if batches and len(batches[-1]) < max_batch and (
-                not pixel_budget or (len(batches[-1]) + 1) * h * w <= pixel_budget):
-            batches[-1].append(i)
-        else:
-            batches.append([i])
-    return batches
 
 
 def rng_state() -> dict[str, Any]:

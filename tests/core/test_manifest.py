@@ -13,7 +13,8 @@ import torch
 from moto.server import ThreadedMotoServer
 from PIL import Image
 
-from veernet_core.manifest import ManifestDataset, write_manifest
+from veernet_core.manifest import write_manifest
+from veernet_core.manifest_dataset import ManifestDataset
 
 BUCKET = "veernet-data"
 

@@ -6,8 +6,10 @@ import pytest
 import torch
 
 from veernet_core.config import ModelConfig
-from veernet_core.memory import MemoryModel, _probe_peak, probe_memory
-from veernet_core.model import CPU_PART_PIXELS, VeerNet
+from veernet_core.data import CPU_PART_PIXELS
+from veernet_core.memory import MemoryModel
+from veernet_core.memory_probe import _probe_peak, probe_memory
+from veernet_core.model import VeerNet
 
 MEMORY = MemoryModel("cpu", fixed_bytes=1000.0, bytes_per_pixel=10.0, probe_pixels=(1, 2), probe_peaks=(1, 2),
                      masked_bytes_per_pixel=8.0)

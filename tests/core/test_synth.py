@@ -18,13 +18,13 @@ from veernet_core.synth import (
     HEIGHT_RANGE,
     WIDTH_RANGE,
     CurveTruth,
-    SynthDataset,
     SynthLog,
     TrackScale,
     generate,
     log_size,
     write_samples,
 )
+from veernet_core.synth_dataset import SynthDataset
 from veernet_core.synth_factors import EXCLUDABLE
 from veernet_core.synth_truth import STYLES, wrap_sides
 

@@ -7,6 +7,9 @@ the five stride-2 stages as the whole image does, so away from its ends it compu
 convolutions; only GroupNorm statistics and the bottleneck's attention, which span the window
 instead of the whole log, differ slightly. The overlap keeps each window's zero-padded ends (where
 the convolutions do differ) out of the blend.
+
+torch is imported where the network runs, not at the top: the API process loads scans with this module
+(`load_image`, the layout analysis) and never runs the network.
 """
 
 from __future__ import annotations
@@ -16,16 +19,19 @@ import io
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from veernet_core.checkpoint import deserialize
 from veernet_core.config import ModelConfig, TrainConfig
 from veernet_core.data import GRID, MIN_SIDE, align
-from veernet_core.model import VeerNet
+
+if TYPE_CHECKING:
+    import torch
+
+    from veernet_core.model import VeerNet
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"  # veernet_core/assets
 BUNDLED_MODEL = "veernet-small.pt"
@@ -67,6 +73,8 @@ def read_checkpoint(source: bytes | str | Path) -> tuple[bytes, str]:
 def load_model(source: bytes | str | Path, expected_sha256: str | None = None) -> tuple[VeerNet, ModelConfig]:
     """Rebuild VeerNet from a checkpoint's own `model_config` and weights, in eval mode on the CPU, with the
     pixel scale it was trained at (`VeerNet.trained_scale`)."""
+    from veernet_core.model import VeerNet
+
     data, _ = read_checkpoint(source)
     state = deserialize(data, expected_sha256)
     raw = dict(state["model_config"])
@@ -207,6 +215,8 @@ _INPUT_OF_GRAY = 1.0 - np.arange(256, dtype=np.float32) / np.float32(255.0)
 def _window_input(image: np.ndarray, start: int, window: int) -> torch.Tensor:
     """Network input (1, 1, H aligned, window) for columns [start, start + window), zero (blank
     paper) past the image, built from the uint8 image for this window only."""
+    import torch
+
     height, width = image.shape
     stop = min(start + window, width)
     tensor = torch.zeros(1, 1, align(height), window)
@@ -216,6 +226,8 @@ def _window_input(image: np.ndarray, start: int, window: int) -> torch.Tensor:
 
 def class_probabilities(logits: torch.Tensor) -> torch.Tensor:
     """Logits (N, out_channels, H, W) -> probabilities (N, num_classes, H, W); channel 0 is background."""
+    import torch
+
     if logits.shape[1] == 1:
         curve = torch.sigmoid(logits)
         return torch.cat([1.0 - curve, curve], dim=1)
@@ -229,6 +241,8 @@ def predict_probabilities(model: VeerNet, image: np.ndarray, tile_width: int = D
     Windows of `tile_width` columns overlapping by `overlap`, run one at a time and cross-faded; an
     image no wider than one window runs whole.
     """
+    import torch
+
     if image.ndim != 2 or image.dtype != np.uint8:
         raise ValueError(f"image must be uint8 (H, W) grayscale, got {image.dtype} {image.shape}; "
                          "convert colour scans with load_image")

@@ -25,8 +25,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from veernet_core.data import MIN_SIDE
 from veernet_core.digitise.calibration import Calibration, DepthScale, to_grid
@@ -118,6 +116,9 @@ def resample_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     pixel it falls in, as a scanner at that resolution would), bilinear when enlarging."""
     if image.shape == size:
         return image
+    import torch  # here, not at the top: the API checks scan scales with this module and never resamples
+    import torch.nn.functional as F
+
     ink = torch.from_numpy(image).to(torch.float32)[None, None]
     if size[0] <= image.shape[0] and size[1] <= image.shape[1]:
         out = F.adaptive_avg_pool2d(ink, size)
