@@ -64,6 +64,7 @@ def test_a_page_gets_its_layout_proposed(client: TestClient) -> None:
         assert proposal["sections"][0]["depth"]["ticks"]["value"] is not None
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the decoding's subject, not the database's
 @pytest.mark.parametrize("mode", ["1", "I;16", "P", "CMYK"])
 def test_one_bit_sixteen_bit_palette_and_cmyk_tiffs_read_as_the_same_page(client: TestClient, mode: str) -> None:
     image, _ = _page()

@@ -9,6 +9,7 @@ from typing import Any
 
 import lasio
 import numpy as np
+import pytest
 from PIL import Image
 
 from api.settings import Settings
@@ -83,6 +84,8 @@ def _track_error(log: SynthLog, k: int, depths: np.ndarray, values: np.ndarray) 
     return float(keep.sum() / len(cols)), np.abs(measure(values[keep]) - measure(truth.values[cols][keep])) / span
 
 
+# The pipeline's subject, not the database's: run on one (the job's rows on both are the other tests').
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_full_resolution_scan_is_read_at_the_bundled_model_scale(client: Any, service: Settings) -> None:
     # A scan of the design's full resolution (480-640 px tall) given to the bundled model, trained at scale 0.2:
     # the service reads it at the model's scale and gives every output on the scan's own grid and depths.
@@ -114,6 +117,8 @@ def test_a_full_resolution_scan_is_read_at_the_bundled_model_scale(client: Any, 
     assert float(np.median(error)) < 0.02, "median error within 2 % of the track"
 
 
+# The pipeline's subject, not the database's: run on one (the job's rows on both are the other tests').
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_full_page_section_is_digitised_from_its_completed_proposal(client: Any, service: Settings) -> None:
     """POST /scans/analyse's proposal, its curves filled in from the page's truth as a person reads them off
     the header, sent back whole as options.page_calibration with the page: every curve of every track in
