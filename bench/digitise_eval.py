@@ -12,8 +12,9 @@ a figure on the training distribution; `--colour` has it print every pen in its 
 colour (the same logs otherwise, never 1-bit), the calibration naming each curve's colour as its legend
 would (`ink: red`, ...; a black curve `ink: dark`). Each log goes through the service's stages (resampling to the
 model's scale, tiled inference, tracing, calibration) with the calibration a person would read off it,
-the header's hints included (per curve `style`, `ink`, `wrap` sides, and with `--anchors N` that many
-points read off the scan): the digitiser's own naming of the
+the header's hints included (per curve `style`, `ink`, `wrap` sides, `weight` where the legend shows
+one pen twice another's width, unless `--no-weights`, and with `--anchors N` that many points read off the
+scan): the digitiser's own naming of the
 curves is scored, curve k of the result against curve k of the log. Where the digitiser takes only the
 older calibration format (integer wrap, no hints), the hints are dropped, a curve with backup scales on
 both sides is passed as wrap 0, and `calibration_hints` says "ignored".
@@ -71,22 +72,22 @@ from veernet_core.digitise.pipeline import predict_scan, read_scan, readable_sca
 from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint, training_scale  # noqa: E402
 from veernet_core.digitise.rescale import resample_image, resampling_for, scan_curves  # noqa: E402
 from veernet_core.synth import generate  # noqa: E402
-from veernet_core.synth_truth import SynthLog, wrap_sides  # noqa: E402
+from veernet_core.synth_truth import SynthLog, legend_weights, wrap_sides  # noqa: E402
 
 LEGACY_WRAP = {"none": 0, "right": 1, "left": -1, "both": 0}  # the older format cannot say "both"
 
 
-def calibration_for(log: SynthLog, anchors: int = 0) -> tuple[Calibration, bool]:
-    """The calibration a person would read off this log (with `anchors` points per curve), checked, and
-    whether its hints were taken: the digitiser's own format when it reads the hints, else the older one
-    (integer wrap, no hints)."""
-    data = log.calibration(anchors)
+def calibration_for(log: SynthLog, anchors: int = 0, weights: bool = True) -> tuple[Calibration, bool]:
+    """The calibration a person would read off this log (with `anchors` points per curve, and the legend's
+    line weights unless `weights` is off), checked, and whether its hints were taken: the digitiser's own
+    format when it reads the hints, else the older one (integer wrap, no hints)."""
+    data = log.calibration(anchors, weights)
     try:
         return Calibration.from_dict(data, *log.image.shape), True
     except CalibrationError as error:
         if not error.field.endswith(".wrap"):
             raise
-    legacy = {**data, "curves": [{k: v for k, v in c.items() if k not in ("style", "ink", "anchors")}
+    legacy = {**data, "curves": [{k: v for k, v in c.items() if k not in ("style", "ink", "weight", "anchors")}
                                  | {"wrap": LEGACY_WRAP[c["wrap"]]} for c in data["curves"]]}
     return Calibration.from_dict(legacy, *log.image.shape), False
 
@@ -130,6 +131,7 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
     found the curve's ink."""
     rows = []
     hints = [(curve.style, curve.colour or curve.ink_class) for curve in log.curves]
+    weights = legend_weights([curve.stroke_px for curve in log.curves])  # as the legend shows them (read or not)
     for k, curve in enumerate(log.curves):
         truth = curve.unwrapped_fraction(log.track)
         pred = np.full(truth.shape, np.nan)
@@ -153,6 +155,7 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
                      "has_value": np.isfinite(curve.values), "position": k + 1, "style": curve.style,
                      "ink_class": curve.colour or curve.ink_class, "stroke_px": curve.stroke_px, "wrap": curve.wrap,
                      "curves_in_log": len(log.curves), "told_apart_by": told_apart(hints, k), "factors": log.factors,
+                     "weight": weights[k] or "none",
                      "ink_found": ink_found(ink, curve.row, curve.inked), "identity": identity,
                      "hint_warnings": warned, "style_unconfirmed": unconfirmed,
                      # The generator says which curves it held at an edge (`synth_factors.held_edge`); the
@@ -278,7 +281,7 @@ def cached_paper_log(folder: Path, seed: int, index: int, scale: float, colour: 
 def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) -> tuple[np.ndarray, Digitised | None,
                                                                                           bool, int]:
     """(probabilities, the digitiser's curves or None where it refused the log, hints read, resampled)."""
-    calibration, hints_read = calibration_for(log, args.anchors)
+    calibration, hints_read = calibration_for(log, args.anchors, not getattr(args, "no_weights", False))
     scan = ScanPixels(log.image, log.colour)  # the naming step reads each curve's style and ink on the scan
     if args.source == "truth":
         probs = truth_probabilities(log, classes)
@@ -423,6 +426,8 @@ def _parser() -> argparse.ArgumentParser:
                         "veernet_core/digitise/grid.py), for comparison")
     p.add_argument("--anchors", type=int, default=0,
                    help="points per curve a user read off the scan ({depth, value}), given in the calibration")
+    p.add_argument("--no-weights", action="store_true",
+                   help="leave the legend's line weights out of the calibrations (the figures before they were read)")
     p.add_argument("--jobs", type=int, default=1,
                    help="score the logs in this many forked processes (the figures are the same as in one)")
     p.add_argument("--render-cache", metavar="DIR",

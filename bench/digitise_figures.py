@@ -98,6 +98,8 @@ def levels(row: Row) -> dict[str, str]:
     found = {"style": row["style"], "ink": row["ink_class"], "stroke_px": str(row["stroke_px"]),
              "curves_in_log": str(row["curves_in_log"]), "wrap": row["wrap"], "identity": row["identity"],
              "told_apart_by": row["told_apart_by"]}
+    if row.get("weight") is not None:  # the line weight the legend shows (bench/digitise_eval.py may read it)
+        found["weight"] = row["weight"]
     found.update({name: "yes" if row["factors"].get(name) else "no" for name in PAGE_FACTORS})
     if row.get("held") is not None:  # the curve held at an edge: known on the generator's logs only
         found["held"] = row["held"]

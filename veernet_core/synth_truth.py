@@ -169,15 +169,20 @@ class SynthLog:
         paper_col = np.asarray(col, dtype=np.float64) - self.shear * (np.asarray(row, np.float64) - pivot)
         return self.depth.depth_of_column(paper_col, self.image.shape[1])
 
-    def calibration(self, anchors: int = 0) -> dict[str, Any]:
+    def calibration(self, anchors: int = 0, weights: bool = False) -> dict[str, Any]:
         """What a person would read off this log, in the form POST /segment takes: depth ends, track
         borders, one output sample per column, and per curve its scale with the header's hints:
         `style`, `ink` ("dark"/"light") and `wrap` ("none"/"right"/"left"/"both": the sides of its
-        backup scales); with `anchors`, that many points per curve read off the scan ({depth, value},
-        spread along the curve where it is inked and on its own scale)."""
+        backup scales); with `weights`, each curve's line weight where the legend shows it (`legend_weights`);
+        with `anchors`, that many points per curve read off the scan ({depth, value}, spread along the curve
+        where it is inked and on its own scale)."""
         width = self.image.shape[1]
         curves = [{"mnemonic": c.scale.mnemonic, "unit": c.scale.unit, "left": c.scale.left,
                    "right": c.scale.right, "log": c.scale.log, **c.hints()} for c in self.curves]
+        if weights:
+            for entry, weight in zip(curves, legend_weights([c.stroke_px for c in self.curves]), strict=True):
+                if weight is not None:
+                    entry["weight"] = weight
         if anchors:
             for entry, curve in zip(curves, self.curves, strict=True):
                 entry["anchors"] = self._anchors(curve, anchors)
@@ -248,3 +253,17 @@ def pair_factors(curves: list[CurveTruth]) -> dict[str, bool]:
     solid_inks = [c.colour or c.ink_class for c in curves if c.style == "solid"]
     return {"same_ink_solid_pair": len(solid_inks) > len(set(solid_inks)),
             "solid_pair_by_ink": len(set(solid_inks)) > 1}
+
+
+# A pen at least this many times as wide as another of its track is one a legend shows heavier: the widest
+# pens then read thick and the narrowest thin; pens closer than that (2 px beside 3) are not told apart.
+LEGEND_WEIGHT_RATIO = 2.0
+
+
+def legend_weights(strokes_px: list[int]) -> list[str | None]:
+    """Per curve of a track (its pen's width in px), the line weight a person reads off its legend: thick for
+    the widest pens and thin for the narrowest where they differ by LEGEND_WEIGHT_RATIO or more, else none."""
+    lo, hi = min(strokes_px), max(strokes_px)
+    if hi < LEGEND_WEIGHT_RATIO * lo:
+        return [None] * len(strokes_px)
+    return ["thick" if px == hi else "thin" if px == lo else None for px in strokes_px]

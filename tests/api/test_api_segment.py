@@ -106,16 +106,19 @@ def _errors(response: Any) -> dict[str, str]:
 
 def test_every_bad_calibration_field_is_reported_at_once(client: TestClient) -> None:
     bad = {**CALIBRATION, "step": -1, "depth": {"top": 1000.0, "bottom": 1010.0},
-           "curves": [{"mnemonic": "GR", "left": 0, "right": 150, "wrap": True, "style": "wavy"},
+           "curves": [{"mnemonic": "GR", "left": 0, "right": 150, "wrap": True, "style": "wavy", "weight": "heavy"},
                       {"mnemonic": "SP", "left": "low", "right": 20, "ink": "grey", "colour": "red"}]}
     errors = _errors(_post(client, _png(), {"calibration": bad}))
     prefix = "options.calibration."
     assert set(errors) == {prefix + name for name in ("depth.unit", "curves[0].wrap", "curves[0].style",
-                                                       "curves[1].left", "curves[1].ink", "curves[1].colour")}
+                                                       "curves[0].weight", "curves[1].left", "curves[1].ink",
+                                                       "curves[1].colour")}
     assert "none, right, left, both" in errors[prefix + "curves[0].wrap"]
     assert "solid, dashed, dotted, dash-dot" in errors[prefix + "curves[0].style"]
     assert "dark, light, red" in errors[prefix + "curves[1].ink"]
-    assert "allowed: mnemonic, unit, left, right, log, wrap, style, ink, anchors" in errors[prefix + "curves[1].colour"]
+    assert errors[prefix + "curves[0].weight"] == "must be one of thin, thick, got 'heavy'"
+    assert "allowed: mnemonic, unit, left, right, log, wrap, style, ink, weight, anchors" in \
+        errors[prefix + "curves[1].colour"]
 
 
 def test_a_good_calibration_with_a_bad_step_reports_the_step_too(client: TestClient) -> None:
@@ -148,12 +151,14 @@ def test_an_unknown_calibration_field_at_any_level_is_422_naming_it(client: Test
 def test_hints_and_named_wraps_are_accepted_and_kept(client: TestClient) -> None:
     curves = [{"mnemonic": "GR", "left": 0, "right": 150, "wrap": "both", "style": "dash-dot", "ink": "light",
                "anchors": [{"depth": 1004.0, "value": 80}]},
-              {"mnemonic": "SP", "left": -80, "right": 20, "wrap": -1, "style": "solid", "ink": "red"}]
+              {"mnemonic": "SP", "left": -80, "right": 20, "wrap": -1, "style": "solid", "ink": "red",
+               "weight": "Thick"}]
     response = _post(client, _png(), {"calibration": {**CALIBRATION, "curves": curves}})
     assert response.status_code == 202, response.text
     kept = response.json()["config"]["calibration"]["curves"]
     assert [c["wrap"] for c in kept] == ["both", "left"]  # the older integer form, named
     assert kept[0]["anchors"] == [{"depth": 1004.0, "value": 80.0}] and kept[1]["ink"] == "red"
+    assert (kept[0]["weight"], kept[1]["weight"]) == (None, "thick")
 
 
 @pytest.mark.parametrize(("options", "field"), [

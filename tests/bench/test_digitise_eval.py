@@ -375,3 +375,19 @@ def test_an_evaluation_in_forked_processes_is_the_evaluation_in_one(renderer: st
         results.append({key: value for key, value in result.items() if key != "seconds"})
     assert results[0]["curves"] > 4
     assert results[0] == results[1]
+
+
+def test_the_legends_weights_are_read_where_a_tracks_pens_differ_twofold() -> None:
+    from veernet_core.synth import generate
+    from veernet_core.synth_truth import legend_weights
+
+    assert legend_weights([1, 2]) == ["thin", "thick"]
+    assert legend_weights([4, 1, 2]) == ["thick", "thin", None]
+    assert legend_weights([2, 3]) == [None, None] and legend_weights([3]) == [None]
+    # A generated log whose pens differ twofold: its calibration carries them unless told not to.
+    log = next(g for g in (generate(31337, i, 0.1, 2) for i in range(60))
+               if len(g.curves) > 1 and max(c.stroke_px for c in g.curves) >= 2 * min(c.stroke_px for c in g.curves))
+    calibration, read = digitise_eval.calibration_for(log)
+    assert read and [c.weight for c in calibration.curves] == legend_weights([c.stroke_px for c in log.curves])
+    plain, _ = digitise_eval.calibration_for(log, weights=False)
+    assert all(c.weight is None for c in plain.curves)

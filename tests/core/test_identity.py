@@ -436,6 +436,48 @@ def test_curves_told_apart_only_by_their_pens_keep_them_through_crossings(pens: 
     assert naming.identity == ["ambiguous", "ambiguous"]
 
 
+def _weighted_pair(weights: tuple[str, str]) -> Calibration:
+    curves = [{"mnemonic": f"C{k}", "left": 0, "right": 100, "style": "solid", "ink": "dark", "weight": w}
+              for k, w in enumerate(weights)]
+    return Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1240.0, "unit": "ft"}, "track_top": 20,
+                                  "track_bottom": 520, "step": 0.5, "curves": curves}, 540, 2400)
+
+
+@pytest.mark.parametrize("pens", [(1, 4), (4, 1), (1, 2)])
+def test_declared_weights_name_curves_told_apart_only_by_their_pens(pens: tuple[int, int]) -> None:
+    """Two solid dark curves, one pen twice or four times the other's, cross every 400 columns and the tracer
+    hands over the upper and the lower of the two. The legend's weights name them: the curve declared thick
+    is read from the wider pen all along, whichever order the calibration lists them in. A pen's width alone
+    does not vouch for the names (a steep stroke reads wider than its pen): both stay flagged."""
+    image, centres = _pens_scan(pens)
+    upper, lower = np.minimum(*centres), np.maximum(*centres)
+    thick = int(np.argmax(pens))
+    for weights in (("thick", "thin"), ("thin", "thick")):
+        naming = name_traces([_trace(upper, 20.0, 520.0), _trace(lower, 20.0, 520.0)], _weighted_pair(weights),
+                             ScanPixels(image))
+        for trace, weight in zip(naming.traces, weights, strict=True):
+            drawn = centres[thick if weight == "thick" else 1 - thick]
+            assert np.mean(np.abs(trace.row - drawn) <= 2.0) >= 0.95, (weights, weight)
+        assert naming.identity == ["ambiguous", "ambiguous"]
+
+
+def test_weights_that_do_not_differ_say_nothing() -> None:
+    """Both curves declared thick (or only one declared): the names are the pens' continuity alone, as
+    without weights."""
+    image, centres = _pens_scan((1, 4))
+    traces = [_trace(np.minimum(*centres), 20.0, 520.0), _trace(np.maximum(*centres), 20.0, 520.0)]
+    plain = name_traces(traces, _alike_pair(), ScanPixels(image))
+    for weights in (("thick", "thick"), ("thick", None)):
+        curves = [{"mnemonic": f"C{k}", "left": 0, "right": 100, "style": "solid", "ink": "dark", "weight": w}
+                  for k, w in enumerate(weights)]
+        calibration = Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1240.0, "unit": "ft"},
+                                             "track_top": 20, "track_bottom": 520, "step": 0.5, "curves": curves},
+                                            540, 2400)
+        named = name_traces(traces, calibration, ScanPixels(image))
+        for a, b in zip(named.traces, plain.traces, strict=True):
+            np.testing.assert_array_equal(a.row, b.row)
+
+
 def test_a_curves_pen_names_the_short_stretches_between_long_ones() -> None:
     """Two solid dark curves, pens of 1 and 4 px, zigzag across each other at one slope (a stroke reads
     wider than its pen where it is steep, so at one slope each pen reads one width all along). Every 200

@@ -23,6 +23,8 @@ INK_COLOURS: dict[str, tuple[int, int, int]] = {
     "blue": (40, 70, 200), "purple": (130, 50, 160), "brown": (130, 80, 40),
 }
 INKS = (*INK_SHADES, *INK_COLOURS)
+# A curve's line weight in the legend, against the track's other curves: a heavier pen than theirs is thick.
+WEIGHTS = ("thin", "thick")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ CALIBRATION_FIELDS: tuple[FieldDoc, ...] = (
     FieldDoc("curves[].style", False, "", "Line style from the log's legend: " + ", ".join(STYLES) + "."),
     FieldDoc("curves[].ink", False, "", "Ink from the legend: dark or light, or a colour on colour scans: "
              + ", ".join(INK_COLOURS) + "."),
+    FieldDoc("curves[].weight", False, "", "Line weight from the legend, against the track's other curves: "
+             "thin or thick (drawn with a heavier pen than theirs)."),
     FieldDoc("curves[].anchors", False, "[]", "Points read off the scan that this curve passes through."),
     FieldDoc("curves[].anchors[].depth", True, "", "Depth of the point, in depth.unit, within the scan."),
     FieldDoc("curves[].anchors[].value", True, "", "The curve's value there, on its primary scale."),

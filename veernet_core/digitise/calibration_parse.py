@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from veernet_core.digitise.calibration_fields import INKS, STYLES, WRAP_LEVELS
+from veernet_core.digitise.calibration_fields import INKS, STYLES, WEIGHTS, WRAP_LEVELS
 from veernet_core.digitise.calibration_scales import (
     Anchor,
     CalibrationError,
@@ -100,7 +100,8 @@ def _ticks(ticks: Any, unit: str, errors: Errors) -> DepthScale | None:
 
 def parse_curve(raw: Any, where: str, errors: Errors) -> CurveScale | None:
     if not isinstance(raw, dict):
-        errors[where] = "must be an object with mnemonic, left, right and optional unit, log, wrap, style, ink, anchors"
+        errors[where] = ("must be an object with mnemonic, left, right and optional unit, log, wrap, style, ink, "
+                         "weight, anchors")
         return None
     before = len(errors)
     errors.update(unknown_names(raw, "curves[]", where))
@@ -120,13 +121,13 @@ def parse_curve(raw: Any, where: str, errors: Errors) -> CurveScale | None:
     if wrap is None:
         errors[f"{where}.wrap"] = (f"must be one of {', '.join(WRAP_LEVELS)} (the sides with a backup scale; older "
                                    f"files: 0, 1 or -1), got {raw.get('wrap')!r}")
-    style, ink = (_choice(raw.get(name), f"{where}.{name}", allowed, errors)
-                  for name, allowed in (("style", STYLES), ("ink", INKS)))
+    style, ink, weight = (_choice(raw.get(name), f"{where}.{name}", allowed, errors)
+                          for name, allowed in (("style", STYLES), ("ink", INKS), ("weight", WEIGHTS)))
     anchors = _anchors(raw.get("anchors", []), f"{where}.anchors", errors)
     if len(errors) > before:
         return None
     return CurveScale(str(mnemonic), str(unit), float(ends[0] or 0.0), float(ends[1] or 0.0), bool(log),
-                      str(wrap), style, ink, anchors)
+                      str(wrap), style, ink, anchors, weight)
 
 
 def _choice(value: Any, where: str, allowed: tuple[str, ...], errors: Errors) -> str | None:

@@ -34,8 +34,8 @@ class Anchor:
 @dataclass(frozen=True)
 class CurveScale:
     """How one curve's value maps across the track: `left` at the track's top row, `right` at its bottom;
-    `wrap` names the sides with a backup scale (`calibration_fields.WRAP_LEVELS`); `style`, `ink` and
-    `anchors` are what the log says about this curve, used to tell it from the track's other curves."""
+    `wrap` names the sides with a backup scale (`calibration_fields.WRAP_LEVELS`); `style`, `ink`, `anchors`
+    and `weight` are what the log says about this curve, used to tell it from the track's other curves."""
 
     mnemonic: str
     unit: str
@@ -46,6 +46,7 @@ class CurveScale:
     style: str | None = None
     ink: str | None = None
     anchors: tuple[Anchor, ...] = ()
+    weight: str | None = None  # thin or thick, against the track's other curves (`calibration_fields.WEIGHTS`)
 
     @property
     def wrap_levels(self) -> tuple[int, ...]:
@@ -90,7 +91,7 @@ class CurveScale:
     def to_dict(self) -> dict[str, Any]:
         return {"mnemonic": self.mnemonic, "unit": self.unit, "left": self.left, "right": self.right,
                 "log": self.log, "wrap": self.wrap, "style": self.style, "ink": self.ink,
-                "anchors": [{"depth": a.depth, "value": a.value} for a in self.anchors]}
+                "weight": self.weight, "anchors": [{"depth": a.depth, "value": a.value} for a in self.anchors]}
 
 
 @dataclass(frozen=True)

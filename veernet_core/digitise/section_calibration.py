@@ -27,7 +27,7 @@ MIN_SECTION_ROWS = 32  # the crop is the model's input width: at least one 32-px
 MIN_TRACK_COLUMNS = 8
 NOMINAL_DPI = 300.0  # pixel scale 1.0 (veernet_core.digitise.rescale)
 PAGE_WIDTH_IN = 8.5  # a page's width when its file states no resolution (as the analysis assumes)
-_HINTS = ("style", "ink")  # a curve field whose null means "no hint", not "fill me in"
+_HINTS = ("style", "ink", "weight")  # a curve field whose null means "no hint", not "fill me in"
 
 
 @dataclass(frozen=True)
