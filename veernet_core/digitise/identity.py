@@ -140,9 +140,10 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     # The names' verdicts stand on the evidence without the weights: a pen's width names curves better than
     # nothing, but two curves told apart by weight alone are not vouched for (tuning seed 8888 of the independent
     # renderer: three curves named wrong without a flag where the verdicts weighed it; bench/README.md, 2026-11-29).
+    # Traces the tracer `assigned` keep their curves: the weights would name nothing.
     vouched = evidence
     widths = None
-    if scan is not None and page is not None and _weights_differ(calibration.curves):
+    if not assigned and scan is not None and page is not None and _weights_differ(calibration.curves):
         widths = [_pen_widths(scan, page, trace, bounds, near, half) for trace in traces]
         vouched = [scores.copy() for scores in evidence]
         _add_weights(evidence, calibration.curves, widths)
