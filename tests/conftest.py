@@ -4,14 +4,22 @@ environment, and a real S3-compatible HTTP server (moto in server mode)."""
 from __future__ import annotations
 
 import os
-import secrets
-import socket
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, closing, contextmanager
-from pathlib import Path
 
-import pytest
+# Under pytest-xdist (`make test` runs one worker process per core) each worker's torch and numpy, and the
+# processes its tests start, compute on one thread: two workers of two OpenMP threads each on two cores stall
+# each other. Before anything imports them. The serial run, one process, keeps the defaults.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_threads, "1")
+
+import secrets  # noqa: E402
+import socket  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from contextlib import AbstractContextManager, closing, contextmanager  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the repo is not installed in the test venv; make its packages importable

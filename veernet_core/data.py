@@ -9,7 +9,7 @@ import numpy as np
 if TYPE_CHECKING:
     from torch import Tensor
 
-GRID = 32
+GRID = 32  # every side padded to a multiple of it: VeerNet's total downsample (five stride-2 stages)
 MIN_SIDE = 32
 # On CPU a batch with more padded pixels than this runs as several smaller ones (see
 # VeerNet._forward_in_parts): an activation above glibc's 32 MB mmap threshold is fresh pages on

@@ -28,10 +28,8 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from veernet_core.config import ModelConfig
-from veernet_core.data import CPU_PART_PIXELS, batch_parts
+from veernet_core.data import CPU_PART_PIXELS, GRID, batch_parts
 from veernet_core.masked_norm import MaskedGroupNorm, half_or_16, norm_silu
-
-GRID = 32  # the total downsample: five stride-2 stages
 
 
 def _mask(x: Tensor, mask: Tensor | None) -> Tensor:

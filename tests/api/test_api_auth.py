@@ -371,7 +371,8 @@ def test_when_a_kept_key_expires_one_request_reads_it_while_the_others_use_the_k
         auth.authenticate(settings, header)  # the read lands the revocation
     with pytest.raises(auth.AuthError, match="revoked"):
         auth.authenticate_now(settings, header)
-    monkeypatch.setattr(auth, "monotonic", lambda: later + 60 + auth.REFRESH_GRACE_S)
+    # A second past the grace: exactly at its end, `later + 65 - later` may round below 65 (float seconds).
+    monkeypatch.setattr(auth, "monotonic", lambda: later + 60 + auth.REFRESH_GRACE_S + 1)
     assert auth.authenticate_now(settings, header) is None
     assert auth.authenticate_now(settings, header) is None, "a read under way too long stands in no more"
 
