@@ -17,7 +17,7 @@ from veernet_core.checkpoint import LocalStore, SidecarRegistry, deserialize
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {
     "model": {"widths": [8, 8, 16, 16, 32, 32], "transformer_heads": 2, "transformer_ff": 64},
-    "data": {"dataset_size": 48, "scale": 0.1, "seed": 3},
+    "data": {"dataset_size": 32, "scale": 0.1, "seed": 3},  # eight steps an epoch: killed after the fourth
     "epochs": 2, "effective_batch": 4, "warmup_steps": 2, "device": "cpu",
     "checkpoint_every_steps": 2, "keep_last": 2,
 }
