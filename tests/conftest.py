@@ -40,6 +40,18 @@ from worker.celery_app import get_celery  # noqa: E402
 POSTGRES_ADMIN_URL = os.environ.get("VEERNET_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 SERVICE_ENV = [name.upper() for name in Settings.model_fields]
 TABLES = ("job_events", "checkpoints", "jobs", "api_keys")
+# `make test` runs the tests marked `serial` from the files whose text names the mark so (Makefile: its grep).
+SERIAL_MARK = "pytest.mark.serial"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked serial in a file that does not spell the mark as SERIAL_MARK would run in neither of `make
+    test`'s two runs: refused at collection."""
+    files = {item.path for item in items if item.get_closest_marker("serial")}
+    unspelled = sorted(str(path.relative_to(ROOT)) for path in files if SERIAL_MARK not in path.read_text())
+    if unspelled:
+        raise pytest.UsageError(f"{', '.join(unspelled)}: mark serial tests as `{SERIAL_MARK}` in the test file "
+                                "itself, so that `make test` finds them (Makefile)")
 
 
 def free_port() -> int:
