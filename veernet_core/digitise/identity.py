@@ -256,7 +256,7 @@ def _add_marks(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan:
 
 def _weights_differ(curves: tuple[CurveScale, ...]) -> bool:
     """Whether the track's declared weights tell some curves from others (a thin one and a thick one)."""
-    return {"thin", "thick"} <= {curve.weight for curve in curves}
+    return set(WEIGHT_SIGNS) <= {curve.weight for curve in curves}
 
 
 def _add_weights(evidence: list[np.ndarray], curves: tuple[CurveScale, ...],
