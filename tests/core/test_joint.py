@@ -5,6 +5,7 @@ wraps only where a backup scale is declared."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from veernet_core.digitise.joint import CurveHint, Tone, trace_joint
 
@@ -123,3 +124,23 @@ def test_a_steep_stretch_crossed_by_another_curve_is_read_at_its_own_centre() ->
     assert crossing.size >= 6, "the kicks must cross the flat curve for the test to mean anything"
     error = np.abs(TOP + steep_trace.u[crossing] * SPAN - steep_centre[crossing])
     assert np.max(error) < 1.5
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a jump through the edge is read as the short move on the primary scale: the joint tracer's paths cost "
+    "the rows of paper a move crosses and LEVEL_COST per column on a backup scale, never the ink a path leaves "
+    "unexplained (the stroke to the edge), so over a long stretch the short move is cheaper (bench/README.md, "
+    "2026-11-29, twenty-fourth session)"))
+def test_a_jump_through_the_edge_onto_the_backup_scale_is_read_there() -> None:
+    x = np.arange(WIDTH, dtype=np.float64)
+    # A low-resolution print: the value jumps in one step from 0.4 of the track to 0.07 past the right
+    # value, so the pen draws a stroke from 0.4 down to the bottom edge and one in from the top to 0.07.
+    fraction = np.where(x < 200, 0.4, 1.07)
+    level = (fraction > 1).astype(np.int8)
+    inside = ((np.arange(HEIGHT) >= TOP) & (np.arange(HEIGHT) <= BOTTOM))[:, None]
+    pieces = [draw(TOP + (fraction - side) * SPAN, height=HEIGHT)[0] * inside for side in (0, 1)]
+    trace, = trace_joint(np.maximum(*pieces), TOP, BOTTOM, [CurveHint("solid", levels=(0, 1))])
+    found = np.isfinite(trace.u)
+    assert found.mean() > 0.97
+    assert np.mean(trace.level[found] == level[found]) > 0.97
+    assert np.median(np.abs(trace.u[found] - fraction[found])) < 0.02
