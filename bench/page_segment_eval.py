@@ -3,11 +3,12 @@
     python bench/page_segment_eval.py [--pages 20] [--seed 5150] [--source model|truth]
 
 Pages come from `veernet_core.page_synth` with every option left to chance (150-400 dpi, gray or 1-bit,
-skewed, dirty, stored turned in 3 of 7, one or two sections, 1-3 curves a track in solid, dashed and
-dotted lines). Each page is analysed as POST /scans/analyse does it, the proposal completed from the
-page's truth as a person would (`page_truth.complete_proposal`: curve names, units, scale ends, log and
-line style; depth ticks where the analysis fitted none), and every section digitised as POST /segment
-does it (`section.digitise_section`) on one thread. `--source truth` replaces the model by perfect
+skewed, dirty, stored turned in 3 of 7, one or two sections, 1-3 curves a track, each in a line style,
+pen width and ink of its own). Each page is analysed as POST /scans/analyse does it, the proposal
+completed from the page's truth as a person would (`page_truth.complete_proposal`: curve names, units,
+scale ends, log, and the legend's hints: line style, ink, weight; depth ticks where the analysis fitted
+none), and every section digitised as POST /segment does it (`section.digitise_section`) on one thread.
+`--source truth` replaces the model by perfect
 probabilities on each track's crop: what the cropping, tracing, naming and merging give alone.
 
 A section is skipped (and counted) where the analysis did not find each of its true tracks once: that is
@@ -21,6 +22,9 @@ Figures (one JSON line):
   by_curve_position            per curve's place in its track's header (0 = the first)
   by_curves_in_track           per number of curves sharing the track: where two or more share it, the
                                tracer's traces may swap at a crossing (curve identity)
+  by_identity                  per verdict the result gives a curve's name (single, hinted, anchored,
+                               ambiguous): how far a user may trust a name the service vouches for
+  by_style, by_ink             per line style and ink (dark, light) the curve is drawn and declared in
   worst                        the curve with the largest mean error: page, section, track, mnemonic
   seconds_per_page             mean time to digitise every section of a page (decode, upright, model or
                                truth, trace, name, files), the analysis not included; `analyse_seconds_per_page`
@@ -39,6 +43,7 @@ import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -70,7 +75,18 @@ from veernet_core.page_truth import (  # noqa: E402
 # The largest pages (400 dpi, two long sections) pass the service's default 32.8 Mpx: raised, as
 # MAX_IMAGE_PIXELS would be for such an archive.
 OPTIONS = ScanOptions(max_pixels=80_000_000)
-Scored = tuple[int, int, CurveScore, int, int]  # page, section, score, curve position, curves in the track
+
+
+@dataclass(frozen=True)
+class Scored:
+    page: int
+    section: int
+    score: CurveScore
+    position: int  # the curve's place in its track's header
+    sharing: int  # curves in the track
+    identity: str  # the result's verdict on its name: single, hinted, anchored or ambiguous
+    style: str  # as drawn and declared
+    ink: str  # dark or light, as drawn and declared
 
 
 def _png(pixels: np.ndarray) -> bytes:
@@ -79,10 +95,12 @@ def _png(pixels: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str) -> tuple[
-        list[tuple[int, list[CurveScore], SectionCalibration]], int]:
-    """Every section of the page whose tracks the analysis found: (section, scores, calibration); and how
-    many were skipped."""
+Read = tuple[int, list[CurveScore], SectionCalibration, dict[str, str], list[int]]
+
+
+def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str) -> tuple[list[Read], int]:
+    """Every section of the page whose tracks the analysis found: (section, scores, calibration, each curve's
+    identity verdict by name, the true track of each calibrated one); and how many were skipped."""
     done, skipped, scan = [], 0, _png(page.image)
     for s in range(min(len(proposal["sections"]), len(page.spec.sections))):
         matched = matched_tracks(proposal, page, s)
@@ -102,7 +120,8 @@ def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, sou
                                    probabilities=truth_probabilities(page, calibration, matched))
         else:
             section = digitise_section(scan, completed, lambda: (model, "bundled"), "bundled", OPTIONS).section
-        done.append((s, score_section(page, section, matched), calibration))
+        identity = {curve.mnemonic: curve.identity for curve in section.curves}
+        done.append((s, score_section(page, section, matched), calibration, identity, matched))
     return done, skipped + max(0, len(page.spec.sections) - len(proposal["sections"]))
 
 
@@ -115,16 +134,21 @@ def _figures(items: list[CurveScore]) -> dict[str, Any]:
 
 
 def summarise(scored: list[Scored]) -> dict[str, Any]:
-    groups: dict[str, dict[int, list[CurveScore]]] = defaultdict(lambda: defaultdict(list))
-    for _, _, score, position, sharing in scored:
+    groups: dict[str, dict[Any, list[CurveScore]]] = defaultdict(lambda: defaultdict(list))
+    for item in scored:
+        score = item.score
         groups["by_track_position"][score.track].append(score)
-        groups["by_curve_position"][position].append(score)
-        groups["by_curves_in_track"][sharing].append(score)
-    worst = max(scored, key=lambda s: float(s[2].errors.mean()) if s[2].errors.size else 1.0)
-    return {**_figures([s[2] for s in scored]),
+        groups["by_curve_position"][item.position].append(score)
+        groups["by_curves_in_track"][item.sharing].append(score)
+        groups["by_identity"][item.identity].append(score)
+        groups["by_style"][item.style].append(score)
+        groups["by_ink"][item.ink].append(score)
+    worst = max(scored, key=lambda s: float(s.score.errors.mean()) if s.score.errors.size else 1.0)
+    return {**_figures([s.score for s in scored]),
             **{name: {str(k): _figures(v) for k, v in sorted(group.items())} for name, group in groups.items()},
-            "worst": {"page": worst[0], "section": worst[1], "track": worst[2].track, "mnemonic": worst[2].mnemonic,
-                      "curves_in_track": worst[4], **_figures([worst[2]])}}
+            "worst": {"page": worst.page, "section": worst.section, "track": worst.score.track,
+                      "mnemonic": worst.score.mnemonic, "curves_in_track": worst.sharing, "identity": worst.identity,
+                      **_figures([worst.score])}}
 
 
 def evaluate(pages: int, seed: int, source: str) -> dict[str, Any]:
@@ -140,10 +164,13 @@ def evaluate(pages: int, seed: int, source: str) -> dict[str, Any]:
         done, missed = digitise_page(page, proposal, model, source)
         seconds.append(time.perf_counter() - started)
         sections, skipped = sections + len(done), skipped + missed
-        for s, scores, calibration in done:
+        for s, scores, calibration, identity, matched in done:
             for score in scores:
                 names = [c.mnemonic for c in calibration.tracks[score.track].curves]
-                scored.append((index, s, score, names.index(score.mnemonic), len(names)))
+                position = names.index(score.mnemonic)
+                true = page.spec.sections[s].tracks[matched[score.track]].curves[position]
+                scored.append(Scored(index, s, score, position, len(names), identity[score.mnemonic], true.style,
+                                     true.tone))
         log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {len(done)} sections "
             f"({missed} skipped), {seconds[-1]:.2f} s")
     return {"pages": pages, "seed": seed, "source": source, "sections": sections, "sections_skipped": skipped,

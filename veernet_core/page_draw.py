@@ -30,10 +30,11 @@ def border_px(dpi: int) -> int:
 
 
 def _weights(dpi: int) -> dict[str, int]:
-    """Stroke widths in pixels: horizontal grid (minor, medium, major), value-grid lines, curves."""
+    """Stroke widths in pixels: horizontal grid (minor, medium, major), value-grid lines. Each curve has its own
+    pen (`CurveSpec.stroke_in`)."""
     return {"minor": max(1, round(0.003 * dpi)), "medium": max(1, round(0.005 * dpi)),
             "major": max(2, round(0.008 * dpi)), "division": max(1, round(0.003 * dpi)),
-            "division_major": max(1, round(0.005 * dpi)), "curve": max(1, round(0.006 * dpi))}
+            "division_major": max(1, round(0.005 * dpi))}
 
 
 def pick_font(rng: np.random.Generator) -> str:
@@ -92,7 +93,6 @@ def _header_block(pen: ImageDraw.ImageDraw, spec: PageSpec, ink: int) -> None:
 def _track_headers(pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpec, ink: int) -> None:
     """Per track and curve: the left scale end, the name and unit, the right end, and a sample of the line."""
     dpi = spec.dpi
-    weights = _weights(dpi)
     _hline(pen, section.header_top, section.tracks[0].left, section.tracks[-1].right, border_px(dpi), ink)
     face = font(spec.font, round(0.1 * dpi))
     pad = 0.06 * dpi
@@ -104,7 +104,7 @@ def _track_headers(pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpe
                      anchor="mm")
             pen.text((track.right - pad, y), _number(curve.right), fill=ink, font=face, anchor="rm")
             _styled_hline(pen, y + 0.14 * dpi, track.left + pad, track.right - pad, curve.style, dpi,
-                          weights["curve"], ink)
+                          curve.stroke_px(dpi), ink if curve.gray is None else curve.gray)  # the curve's own pen
     face = font(spec.font, round(0.09 * dpi))
     middle = sum(section.depth_column) / 2
     label = "FEET" if section.scale.unit == "ft" else "METRES"
@@ -183,17 +183,17 @@ def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, 
     """Each track's curves over the body, in their styles; returns their fractions per body row."""
     top, bottom = math.ceil(section.top) + 1, math.floor(section.bottom) - 1
     rows = np.arange(top, bottom + 1, dtype=np.float64)
-    width = _weights(spec.dpi)["curve"]
     fractions = []
     for track in section.tracks:
         for curve in track.curves:
+            width, fill = curve.stroke_px(spec.dpi), ink if curve.gray is None else curve.gray
             f = curve_fraction(rng, rows.size, spec.dpi / 300, "none")
             x = track.left + f * (track.right - track.left)
             on, off = _dash(curve.style, spec.dpi)
             inked = (np.arange(rows.size) % (on + off)) < on if off else np.ones(rows.size, dtype=bool)
             for start, stop in _runs(inked):
                 points = list(zip(x[start:stop].tolist(), rows[start:stop].tolist(), strict=True))
-                pen.line(points if len(points) > 1 else points * 2, fill=ink, width=width)
+                pen.line(points if len(points) > 1 else points * 2, fill=fill, width=width)
             fractions.append(f)
     return fractions
 

@@ -21,6 +21,16 @@ class CurveSpec:
     right: float
     log: bool
     style: str  # "solid", "dashed" or "dotted": the line in the header's sample and on the grid
+    stroke_in: float = 0.006  # the pen's width, in inches of paper (1 to 4 px at 300 dpi)
+    gray: int | None = None  # a light pen's gray on white paper (before the scan); None: the page's black ink
+
+    @property
+    def tone(self) -> str:
+        """The ink a legend names: "dark" (the page's black) or "light" (a gray pen)."""
+        return "dark" if self.gray is None else "light"
+
+    def stroke_px(self, dpi: int) -> int:
+        return max(1, round(self.stroke_in * dpi))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,10 @@ A page is what an archive holds: portrait, a header block at the top, then one o
 (a 1 in and a 5 in section of the same well, say), each a strip of track headers (curve names, scale
 ends, line-style samples) above a grid of tracks with the depth column between the first and the
 second; depth numbers in printed fonts, heavy and light grid lines, linear and logarithmic value
-grids. It is scanned at 150-400 dpi, gray or 1-bit, skewed, dirtied, sometimes stored turned.
+grids. One to three curves a track, each in a line style (solid, dashed or dotted), pen width (1-4 px at
+300 dpi) and ink (the page's black, or a gray pen) of its own, drawn so in its header's sample as a legend
+shows it: nothing ties a curve's look to its place. It is scanned at 150-400 dpi, gray or 1-bit, skewed,
+dirtied, sometimes stored turned.
 
 A page is a pure function of (seed, index, options): the same arguments give the same pixels and the
 same truth in any process. The truth (`PageSpec`) is in the upright, unskewed page's pixels: pixel
@@ -89,6 +92,10 @@ def sample_spec(rng: np.random.Generator, seed: int, index: int, options: PageOp
         sections.append(section)
         row = math.ceil(section.bottom) + round(rng.uniform(0.4, 0.8) * dpi)
     height = row - round(0.2 * dpi)
+    # Each curve's pen and line style from a stream of its own, so that the page's layout, curves and scan
+    # draw what they drew before pens were varied.
+    tracks = _pens(np.random.default_rng([seed, index, 0x9E45]), sections[0].tracks)
+    sections = [replace(section, tracks=tracks) for section in sections]
     return PageSpec(seed, index, dpi, width, height, (header_top, header_bottom), tuple(header_lines), well,
                     page_draw.pick_font(rng), tuple(sections), scan)
 
@@ -173,6 +180,23 @@ def _track_curves(rng: np.random.Generator, grid: str, divisions: int) -> tuple[
                 seen.add(CURVES_LINEAR[i].mnemonic)
         picked = chosen
     return tuple(replace(curve, style=STYLES[k]) for k, curve in enumerate(picked))
+
+
+PEN_PX_AT_300 = (1, 2, 3, 4)  # pen widths, in pixels at 300 dpi
+LIGHT_SHARE = 0.3  # share of curves drawn with a gray pen
+LIGHT_GRAYS = (90, 140)  # a gray pen's range on white paper: light, yet kept by a 1-bit scan's threshold
+STYLE_WEIGHTS = (0.5, 0.3, 0.2)  # solid, dashed, dotted: any curve in any style, two alike in a track too
+
+
+def _pens(rng: np.random.Generator, tracks: tuple[TrackSpec, ...]) -> tuple[TrackSpec, ...]:
+    """Every curve with a line style, pen width and ink of its own: nothing on the page ties a curve's look
+    to its place in the header."""
+    def pen(curve: CurveSpec) -> CurveSpec:
+        style = str(rng.choice(STYLES, p=STYLE_WEIGHTS))
+        stroke_in = int(rng.choice(PEN_PX_AT_300)) / 300
+        gray = int(rng.integers(LIGHT_GRAYS[0], LIGHT_GRAYS[1] + 1)) if rng.random() < LIGHT_SHARE else None
+        return replace(curve, style=style, stroke_in=stroke_in, gray=gray)
+    return tuple(replace(track, curves=tuple(pen(curve) for curve in track.curves)) for track in tracks)
 
 
 def _section(rng: np.random.Generator, dpi: int, row: int, scale: DepthScale, length_in: float, columns: _Columns,

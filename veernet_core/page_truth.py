@@ -22,16 +22,20 @@ from veernet_core.digitise.section_calibration import SectionCalibration
 from veernet_core.digitise.section_export import SectionDigitised
 from veernet_core.page_spec import CurveSpec, SectionSpec, TrackSpec
 from veernet_core.page_synth import SynthPage
+from veernet_core.synth_truth import legend_weights
 
 
 def _triple(value: Any) -> dict[str, Any]:
     return {"value": value, "confidence": 1.0, "evidence": "filled in from the page's truth"}
 
 
-def curve_fields(curve: CurveSpec) -> dict[str, Any]:
-    """A curve as its proposal entry, every field a triple with a value."""
+def curve_fields(curve: CurveSpec, weight: str | None = None) -> dict[str, Any]:
+    """A curve as its proposal entry, every field a triple: its header's name, unit, scale ends and line
+    style, the ink its legend shows (dark or light), and the weight it reads off the legend where the track's
+    pens differ (`synth_truth.legend_weights`; null: no hint)."""
     return {"mnemonic": _triple(curve.mnemonic), "unit": _triple(curve.unit), "left": _triple(float(curve.left)),
-            "right": _triple(float(curve.right)), "log": _triple(curve.log), "style": _triple(curve.style)}
+            "right": _triple(float(curve.right)), "log": _triple(curve.log), "style": _triple(curve.style),
+            "ink": _triple(curve.tone), "weight": _triple(weight)}
 
 
 def matched_tracks(proposal: dict[str, Any], page: SynthPage, section: int) -> list[int]:
@@ -46,15 +50,18 @@ def matched_tracks(proposal: dict[str, Any], page: SynthPage, section: int) -> l
 
 def complete_proposal(proposal: dict[str, Any], page: SynthPage, section: int) -> dict[str, Any]:
     """The proposal with the section's curves as the page prints them (in the header's order; a name printed
-    in two tracks made unique), depth ticks where the analysis fitted none, and `section` set: what a person
-    hands POST /segment after reading the header and the depth numbers."""
+    in two tracks made unique; the hints its legend gives: style, ink, weight), depth ticks where the analysis
+    fitted none, and `section` set: what a person hands POST /segment after reading the header and the depth
+    numbers."""
     done = copy.deepcopy(proposal)
     done["section"] = section
     truth = page.spec.sections[section].tracks
     _complete_depth(done["sections"][section]["depth"], page.spec.sections[section])
     seen: dict[str, int] = {}
     for track, t in zip(done["sections"][section]["tracks"], matched_tracks(proposal, page, section), strict=True):
-        track["curves"] = [curve_fields(replace(c, mnemonic=_unique(c.mnemonic, seen))) for c in truth[t].curves]
+        weights = legend_weights([c.stroke_px(page.spec.dpi) for c in truth[t].curves])
+        track["curves"] = [curve_fields(replace(c, mnemonic=_unique(c.mnemonic, seen)), weight)
+                           for c, weight in zip(truth[t].curves, weights, strict=True)]
     return done
 
 

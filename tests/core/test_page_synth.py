@@ -51,11 +51,11 @@ def test_a_second_section_repeats_an_interval_of_the_first() -> None:
         assert second.header_top > first.bottom
 
 
-def _upright(index: int) -> tuple[np.ndarray, SynthPage]:
+def _upright(index: int, options: PageOptions = SMALL) -> tuple[np.ndarray, SynthPage]:
     """The page as drawn, before its scan (so the truth can be checked pixel by pixel)."""
-    page = _page(index)
+    page = _page(index, options)
     rng = np.random.default_rng([7, index, 0x9A6E])  # the same draws, in the same order, as generate_page
-    spec = sample_spec(rng, 7, index, SMALL)
+    spec = sample_spec(rng, 7, index, options)
     assert spec == page.spec
     drawn, _ = page_draw.render(rng, spec)
     return drawn, page
@@ -97,3 +97,62 @@ def test_log_track_fractions_are_decades() -> None:
     fractions = track.division_fractions()
     assert len(fractions) == 17 and fractions[8] == pytest.approx(0.5)
     assert fractions[0] == pytest.approx(np.log10(2) / 2)
+
+
+def test_a_curves_look_is_its_own_not_its_place_in_the_header() -> None:
+    """Line style, pen width and ink are drawn per curve: the first curve is not always solid, two curves of a
+    track may share a style, pens run 1-4 px at 300 dpi, and some curves are gray."""
+    curves = [(k, curve) for index in range(40)
+              for track in sample_spec(np.random.default_rng([7, index, 0x9A6E]), 7, index, SMALL).sections[0].tracks
+              for k, curve in enumerate(track.curves)]
+    assert {c.style for k, c in curves if k == 0} == {"solid", "dashed", "dotted"}
+    assert {round(c.stroke_in * 300) for _, c in curves} == {1, 2, 3, 4}
+    assert {c.tone for _, c in curves} == {"dark", "light"}
+    assert all(90 <= c.gray <= 140 for _, c in curves if c.gray is not None)
+    tracks = [t for index in range(40)
+              for t in sample_spec(np.random.default_rng([7, index, 0x9A6E]), 7, index, SMALL).sections[0].tracks]
+    assert any(len({c.style for c in t.curves}) < len(t.curves) for t in tracks), "two curves of one style"
+
+
+def test_each_curve_is_drawn_in_its_own_pen_and_ink() -> None:
+    """Where a solid curve runs steeply down the page, its run of ink across a row is its pen's width, and its
+    gray the pen's: the page's black, or the gray pen's own tone."""
+    checked: dict[str, set[int]] = {"dark": set(), "light": set()}  # the pen widths checked, by ink
+    for index in range(6):
+        drawn, page = _upright(index, PageOptions(dpi=300, sections=1, first_section_in=(1.5, 2.0)))
+        section = page.spec.sections[0]
+        fractions = iter(page.curve_fractions[0])
+        first = int(np.ceil(section.top)) + 1
+        for track in section.tracks:
+            for curve in track.curves:
+                f = next(fractions)
+                if curve.style != "solid":
+                    continue
+                x = track.left + f * (track.right - track.left)
+                steep = np.flatnonzero(np.abs(np.diff(x)) < 0.5)[2:-2]  # the pen moves under half a pixel a row
+                widths, grays = [], []
+                for r in steep[::3]:
+                    row, col = first + int(r), int(round(x[r]))
+                    line = drawn[row, col - 8 : col + 9].astype(np.float64)
+                    inked = line < (255 + line[6:11].min()) / 2  # the curve's own ink about its centre
+                    if not inked[6:11].any():
+                        continue
+                    centre = 6 + int(np.argmin(line[6:11]))
+                    lo, hi = centre, centre
+                    while lo > 0 and inked[lo - 1]:
+                        lo -= 1
+                    while hi < inked.size - 1 and inked[hi + 1]:
+                        hi += 1
+                    widths.append(hi - lo + 1)
+                    grays.append(line[centre])
+                if len(widths) < 8:
+                    continue
+                px = curve.stroke_px(page.spec.dpi)
+                checked[curve.tone].add(px)
+                # A polyline through sub-pixel points covers a column more where it steps across one.
+                assert px <= np.median(widths) <= px + 2, f"page {index} {curve.mnemonic}: pen {px} px"
+                if curve.gray is None:
+                    assert np.median(grays) < 60, f"page {index} {curve.mnemonic}: drawn in the page's black ink"
+                else:
+                    assert abs(np.median(grays) - curve.gray) < 15, f"page {index} {curve.mnemonic}: its gray pen"
+    assert len(checked["dark"] | checked["light"]) >= 3 and checked["light"], checked

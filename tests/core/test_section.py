@@ -22,6 +22,7 @@ from veernet_core.digitise.section import digitise_section, read_section, uprigh
 from veernet_core.digitise.section_calibration import SectionCalibration, default_step
 from veernet_core.page_synth import PageOptions, SynthPage, generate_page
 from veernet_core.page_truth import complete_proposal, matched_tracks, score_section, truth_probabilities
+from veernet_core.synth_truth import legend_weights
 
 SEED = 4040  # held out: bench/page_segment_eval.py uses other seeds
 # Small pages (150-200 dpi, one short section) turned each way, gray and 1-bit.
@@ -54,19 +55,30 @@ def test_with_perfect_probabilities_every_curve_comes_back_on_the_truth(k: int) 
     done = complete_proposal(proposal, page, 0)
     calibration = SectionCalibration.from_dict(done, *page.image.shape)
     matched = matched_tracks(proposal, page, 0)
+    for proposed, t in zip(done["sections"][0]["tracks"], matched, strict=True):  # the legend's hints, as printed
+        true = page.spec.sections[0].tracks[t].curves
+        assert [c["ink"]["value"] for c in proposed["curves"]] == [c.tone for c in true]
+        assert [c["style"]["value"] for c in proposed["curves"]] == [c.style for c in true]
+        assert [c["weight"]["value"] for c in proposed["curves"]] == legend_weights(
+            [c.stroke_px(page.spec.dpi) for c in true])
     upright = upright_page(page.image, calibration.turn, calibration.skew_deg)
     section = read_section(upright, None, calibration, _model(),
                            probabilities=truth_probabilities(page, calibration, matched))
     scores = score_section(page, section, matched)
     assert len(scores) == sum(len(page.spec.sections[0].tracks[t].curves) for t in matched)
-    # Measured on these pages: every curve read at 0.95-1.0 of its depths; a curve alone in its track to a
-    # median 0.07-0.08 % and a mean 0.11-0.33 % of the track's range; curves sharing a track to a median
-    # 0.09-2.6 % and a mean 0.8-6.3 %, where two curves drawn alike are swapped at crossings (identity).
+    # Measured on these pages (each curve in a line style, pen and ink of its own): every curve read at 0.95-1.0
+    # of its depths; a curve alone in its track to a median 0.07-0.08 % and a mean 0.11-0.33 % of the track's
+    # range; curves sharing a track and named by their hints to a median 0.09-0.19 %. Curves the result flags
+    # ambiguous (two dotted curves on a 1-bit page, whose light and dark inks it cannot tell) to a median of
+    # 0.26-4.4 %: swapped at crossings, as the flag says they may be.
+    identity = {curve.mnemonic: curve.identity for curve in section.curves}
     for score in scores:
         assert score.coverage > 0.9, f"{score.mnemonic}: {score.coverage:.2f} of its depths read"
-        assert float(np.median(score.errors)) < 0.04, f"{score.mnemonic}: median error too large"
+        if identity[score.mnemonic] != "ambiguous":
+            assert float(np.median(score.errors)) < 0.04, f"{score.mnemonic}: median error too large"
         if len(calibration.tracks[score.track].curves) == 1:
             assert float(np.mean(score.errors)) < 0.01, f"{score.mnemonic}: mean error too large"
+    assert any(curve.identity == "hinted" for curve in section.curves)
     pooled = np.concatenate([score.errors for score in scores])
     assert float(np.median(pooled)) < 0.005
 
