@@ -96,10 +96,11 @@ def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom
     """The track's two border lines taken off whole (a copy where one is found; the inputs as they are): at
     each calibrated edge, the run of rows within BORDER_REACH of it whose ink covers VALUE_SHARE of the scan's
     width, with the rows beside it inked BORDER_HALO as widely as their neighbour (its blurred edges),
-    replaced per column from the rows just outside the run (the darker where that one is ink: a curve
-    crossing the border goes on through it). Taken off as value lines, a 2-3 px border blurred over 4 rows
-    was lined up a row off in some blocks and its ink copied beside it, and a curve alone in a page's track
-    was traced along what was left (bench/README.md, 2026-11-29)."""
+    replaced per column from the
+    rows just outside the run (the darker where that one is ink: a curve crossing the border goes on through
+    it). Taken off as value lines, a 2-3 px border blurred over 4 rows was lined up a row off in some blocks
+    and its ink copied beside it, and a curve alone in a page's track was traced along what was left
+    (bench/README.md, 2026-11-29)."""
     out, out_colour = gray, colour
     height = gray.shape[0]
     for edge in (top, bottom):
