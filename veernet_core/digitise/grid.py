@@ -86,17 +86,14 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
 
 
 BORDER_REACH = 4  # rows either side of a calibrated edge its border line and the line's blur may lie in
-# A row beside a border line inked at least this share as widely as the row next to it is the line's blurred
-# edge; a curve running near the edge inks less of the width (held-out 1-bit logs: 0.2-0.4 against 0.99).
-BORDER_HALO = 0.5
+BORDER_HALO = 0.25  # of the scan's width: a row beside a border line inked this widely is its blurred edge
 
 
 def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom: float,
                  below: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """The track's two border lines taken off whole (a copy where one is found; the inputs as they are): at
     each calibrated edge, the run of rows within BORDER_REACH of it whose ink covers VALUE_SHARE of the scan's
-    width, with the rows beside it inked BORDER_HALO as widely as their neighbour (its blurred edges),
-    replaced per column from the
+    width, with the rows beside it inked over BORDER_HALO (its blurred edges), replaced per column from the
     rows just outside the run (the darker where that one is ink: a curve crossing the border goes on through
     it). Taken off as value lines, a 2-3 px border blurred over 4 rows was lined up a row off in some blocks
     and its ink copied beside it, and a curve alone in a page's track was traced along what was left
@@ -111,9 +108,9 @@ def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom
         if not core:
             continue
         lo, hi = min(core), max(core)
-        while lo - 1 in share and share[lo - 1] >= BORDER_HALO * share[lo]:
+        while lo - 1 in share and share[lo - 1] >= BORDER_HALO:
             lo -= 1
-        while hi + 1 in share and share[hi + 1] >= BORDER_HALO * share[hi]:
+        while hi + 1 in share and share[hi + 1] >= BORDER_HALO:
             hi += 1
         above, under = max(0, lo - 1), min(height - 1, hi + 1)
         if out is gray:
