@@ -106,28 +106,3 @@ def test_a_scan_reduced_for_the_model_is_read_without_its_grid_and_one_at_its_sc
     assert (pixels.gray == scan).all()  # the upload itself is untouched
     as_is = resampling_for(scan.shape, 0.1, 0.1)
     assert not as_is.resampled and readable_scan(pixels, _calibration(), as_is) is pixels
-
-
-def test_a_thick_blurred_border_comes_off_whole_and_a_curve_crossing_it_stays() -> None:
-    """A page's border: 3 px of dark ink with a blurred row either side, a row lower over the right half of
-    the scan (what a fraction of a degree of skew leaves), under a value grid; a curve crosses the bottom one.
-    It comes off to the paper about both edges, with nothing of it copied beside it."""
-    rng = np.random.default_rng(5)
-    scan = np.clip(PAPER + rng.normal(0, 3, (HEIGHT, WIDTH)), 0, 255)
-    for edge in (TOP, BOTTOM):
-        for half, drop in ((slice(0, WIDTH // 2), 0), (slice(WIDTH // 2, WIDTH), 1)):
-            scan[edge - 1 + drop : edge + 2 + drop, half] = 80
-            scan[edge - 2 + drop, half] = scan[edge + 2 + drop, half] = 200
-    for y in range(TOP + 50, BOTTOM, 50):
-        scan[y, :] = VALUE
-    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
-    curve[BOTTOM - 30 : BOTTOM + 8, 700:702] = True  # a steep stroke through the bottom border and past it
-    scan[curve] = INK
-    scan = scan.astype(np.uint8)
-    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
-    inked = gray <= PAPER - 18
-    for edge in (TOP, BOTTOM):
-        band = np.zeros_like(curve)
-        band[edge - 4 : edge + 5] = True
-        assert inked[band & ~curve].mean() < 0.01, f"the border at row {edge} and its blur are paper again"
-    assert inked[curve].mean() > 0.9  # the stroke goes on through the border
