@@ -8,8 +8,8 @@ pen width and ink of its own). Each page is analysed as POST /scans/analyse does
 completed from the page's truth as a person would (`page_truth.complete_proposal`: curve names, units,
 scale ends, log, and the legend's hints: line style, ink, weight; depth ticks where the analysis fitted
 none), and every section digitised as POST /segment does it (`section.digitise_section`) on one thread.
-`--source truth` replaces the model by perfect
-probabilities on each track's crop: what the cropping, tracing, naming and merging give alone.
+`--source truth` replaces the model by perfect probabilities on each track's crop: what the cropping,
+tracing, naming and merging give alone.
 
 A section is skipped (and counted) where the analysis did not find each of its true tracks once: that is
 the analysis's figure (bench/analyse_eval.py), and a person would correct the extents first.

@@ -104,7 +104,7 @@ def _track_headers(pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpe
                      anchor="mm")
             pen.text((track.right - pad, y), _number(curve.right), fill=ink, font=face, anchor="rm")
             _styled_hline(pen, y + 0.14 * dpi, track.left + pad, track.right - pad, curve.style, dpi,
-                          curve.stroke_px(dpi), ink if curve.gray is None else curve.gray)  # the curve's own pen
+                          curve.stroke_px(dpi), curve.pen_gray(ink))  # the curve's own pen
     face = font(spec.font, round(0.09 * dpi))
     middle = sum(section.depth_column) / 2
     label = "FEET" if section.scale.unit == "ft" else "METRES"
@@ -186,7 +186,7 @@ def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, 
     fractions = []
     for track in section.tracks:
         for curve in track.curves:
-            width, fill = curve.stroke_px(spec.dpi), ink if curve.gray is None else curve.gray
+            width, fill = curve.stroke_px(spec.dpi), curve.pen_gray(ink)
             f = curve_fraction(rng, rows.size, spec.dpi / 300, "none")
             x = track.left + f * (track.right - track.left)
             on, off = _dash(curve.style, spec.dpi)

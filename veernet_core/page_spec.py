@@ -32,6 +32,10 @@ class CurveSpec:
     def stroke_px(self, dpi: int) -> int:
         return max(1, round(self.stroke_in * dpi))
 
+    def pen_gray(self, page_ink: int) -> int:
+        """The gray the pen draws in on a page whose black ink is `page_ink`."""
+        return page_ink if self.gray is None else self.gray
+
 
 @dataclass(frozen=True)
 class TrackSpec:

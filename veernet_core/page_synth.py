@@ -179,7 +179,7 @@ def _track_curves(rng: np.random.Generator, grid: str, divisions: int) -> tuple[
                 chosen.append(CURVES_LINEAR[i])
                 seen.add(CURVES_LINEAR[i].mnemonic)
         picked = chosen
-    return tuple(replace(curve, style=STYLES[k]) for k, curve in enumerate(picked))
+    return tuple(picked)  # their looks are drawn afterwards, from a stream of their own (`_pens`)
 
 
 PEN_PX_AT_300 = (1, 2, 3, 4)  # pen widths, in pixels at 300 dpi

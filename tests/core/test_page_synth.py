@@ -102,15 +102,13 @@ def test_log_track_fractions_are_decades() -> None:
 def test_a_curves_look_is_its_own_not_its_place_in_the_header() -> None:
     """Line style, pen width and ink are drawn per curve: the first curve is not always solid, two curves of a
     track may share a style, pens run 1-4 px at 300 dpi, and some curves are gray."""
-    curves = [(k, curve) for index in range(40)
-              for track in sample_spec(np.random.default_rng([7, index, 0x9A6E]), 7, index, SMALL).sections[0].tracks
-              for k, curve in enumerate(track.curves)]
+    tracks = [track for index in range(40)
+              for track in sample_spec(np.random.default_rng([7, index, 0x9A6E]), 7, index, SMALL).sections[0].tracks]
+    curves = [(k, curve) for track in tracks for k, curve in enumerate(track.curves)]
     assert {c.style for k, c in curves if k == 0} == {"solid", "dashed", "dotted"}
     assert {round(c.stroke_in * 300) for _, c in curves} == {1, 2, 3, 4}
     assert {c.tone for _, c in curves} == {"dark", "light"}
     assert all(90 <= c.gray <= 140 for _, c in curves if c.gray is not None)
-    tracks = [t for index in range(40)
-              for t in sample_spec(np.random.default_rng([7, index, 0x9A6E]), 7, index, SMALL).sections[0].tracks]
     assert any(len({c.style for c in t.curves}) < len(t.curves) for t in tracks), "two curves of one style"
 
 
