@@ -106,3 +106,55 @@ def test_a_scan_reduced_for_the_model_is_read_without_its_grid_and_one_at_its_sc
     assert (pixels.gray == scan).all()  # the upload itself is untouched
     as_is = resampling_for(scan.shape, 0.1, 0.1)
     assert not as_is.resampled and readable_scan(pixels, _calibration(), as_is) is pixels
+
+
+def test_a_thick_blurred_border_comes_off_whole_and_a_curve_crossing_it_stays() -> None:
+    """A page's border: 3 px of dark ink with a blurred row either side, a row lower over the right half of
+    the scan (what a fraction of a degree of skew leaves), under a value grid; a curve crosses the bottom one.
+    It comes off to the paper about both edges, with nothing of it copied beside it."""
+    rng = np.random.default_rng(5)
+    scan = np.clip(PAPER + rng.normal(0, 3, (HEIGHT, WIDTH)), 0, 255)
+    for edge in (TOP, BOTTOM):
+        for half, drop in ((slice(0, WIDTH // 2), 0), (slice(WIDTH // 2, WIDTH), 1)):
+            scan[edge - 1 + drop : edge + 2 + drop, half] = 80
+            scan[edge - 2 + drop, half] = scan[edge + 2 + drop, half] = 200
+    for y in range(TOP + 50, BOTTOM, 50):
+        scan[y, :] = VALUE
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    curve[BOTTOM - 30 : BOTTOM + 8, 700:702] = True  # a steep stroke through the bottom border and past it
+    scan[curve] = INK
+    scan = scan.astype(np.uint8)
+    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
+    inked = gray <= PAPER - 18
+    for edge in (TOP, BOTTOM):
+        band = np.zeros_like(curve)
+        band[edge - 4 : edge + 5] = True
+        assert inked[band & ~curve].mean() < 0.01, f"the border at row {edge} and its blur are paper again"
+    assert inked[curve].mean() > 0.9  # the stroke goes on through the border
+
+
+
+@pytest.mark.parametrize("bilevel", [False, True])
+def test_a_curve_running_along_a_border_stays_when_the_border_comes_off(bilevel: bool) -> None:
+    """A curve pinned at the track's edge over a third of the log, in the row beside a 2-px border: it inks
+    that row as widely as a border's blurred edge does, but leaves the rest of the row paper (a blurred edge
+    tints the whole row). The border comes off; the curve stays (and where it lies against the border, the
+    border's rows take its ink, as where any curve crosses a border)."""
+    rng = np.random.default_rng(8)
+    scan = np.clip(PAPER + rng.normal(0, 3, (HEIGHT, WIDTH)), 0, 255)
+    scan[TOP - 1 : TOP + 1] = scan[BOTTOM : BOTTOM + 2] = INK
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    curve[TOP + 1, 300:720] = True  # along the top border, 35 % of the width
+    curve[TOP + 2 : TOP + 60, 719:721] = True  # and away from it
+    scan[curve] = INK
+    if bilevel:
+        scan = np.where(scan < PAPER - 40, 0, 255)
+    scan = scan.astype(np.uint8)
+    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
+    inked = gray <= np.median(scan) - 18
+    assert inked[curve].mean() > 0.95, "the curve along the border is still there"
+    for edge in (TOP, BOTTOM):
+        band = np.zeros_like(curve)
+        band[edge - 2 : edge + 3] = True
+        band[:, 298:723] = False
+        assert inked[band & ~curve].mean() < 0.01, f"the border at row {edge} is paper again"

@@ -14,10 +14,12 @@ cut into blocks of BLOCK rows; each block's ink per column (its profile) is line
 before's, within a pixel to the side (a skewed scan moves a line a pixel every few blocks, and a scanner
 shifts bands of rows by a pixel), so a depth line falls in one column of the lined-up profiles. A depth
 line is a column of them whose ink covers DEPTH_SHARE of the track's rows (other than the rows inked
-across the scan, value lines); a curve's spike or swing covers a column for a few blocks only. Value lines
-are found the same way along the scan's width (blocks of columns, VALUE_SHARE), once the depth lines are
-gone (a dense depth grid inks a third of every row). Lining blocks up one to the next within a pixel is
-what keeps a dense grid (a line every 3 px) from being lined up a whole line off.
+across the scan, value lines); a curve's spike or swing covers a column for a few blocks only. The
+track's two border lines are then taken off whole about the calibrated edges, blurred edges included
+(`_borders_off`). Value lines are found the same way as depth lines along the scan's width (blocks of
+columns, VALUE_SHARE), once the depth lines are gone (a dense depth grid inks a third of every row).
+Lining blocks up one to the next within a pixel is what keeps a dense grid (a line every 3 px) from being
+lined up a whole line off.
 
 A pixel on a line takes the darker of the nearest pixels beside the line on either side where that one is
 ink (a curve crossing the line goes on through it), else the lighter one (paper); the same pixel in colour.
@@ -67,15 +69,70 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
         out, out_colour = gray.copy(), None if colour is None else colour.copy()
         _fill(out, out_colour, depth, first, 0, below, across=False)
         ink = out <= below[None, :]
+    # The borders first, whole: a value line's fill lined up a row off a thick border copies its ink beside it.
+    taken, out_colour = _borders_off(out, out_colour, top, bottom, below)
+    if taken is not out:
+        out, ink = taken, taken <= below[None, :]
     lo, hi = max(0, first - 2), min(gray.shape[0], last + 2)  # about the track, its borders included
     value = find_lines(ink[lo:hi].T, VALUE_SHARE)
     if value is not None:
-        if depth is None:
+        if out is gray:
             out, out_colour = gray.copy(), None if colour is None else colour.copy()
         # Ink along a value line: darker than its column's median (over the scan's rows) by MIN_DARKNESS.
         column_ink = np.median(out, axis=0) - MIN_DARKNESS
         _fill(out.T, None if out_colour is None else out_colour.transpose(1, 0, 2), value, 0, lo, column_ink,
               across=True)
+    return out, out_colour
+
+
+BORDER_REACH = 4  # rows either side of a calibrated edge its border line and the line's blur may lie in
+BORDER_HALO = 0.25  # of the scan's width: a row beside a border line inked this widely may be its blurred edge
+# ... if the row is tinted across: its median pixel this many gray levels under the paper. A blurred edge is
+# (10-25 on the page generator's 150-dpi pages, its share 0.4-0.56); a curve running along the border inks
+# runs of the row and leaves its median on the paper (0 on a held-out 1-bit log, its share 0.2-0.4).
+HALO_TINT = MIN_DARKNESS / 3
+
+
+def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom: float,
+                 below: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The track's two border lines taken off whole (a copy where one is found; the inputs as they are): at
+    each calibrated edge, the run of rows nearest it within BORDER_REACH whose ink covers VALUE_SHARE of the
+    scan's width, with its blurred edges (rows beside it inked over BORDER_HALO and tinted across by
+    HALO_TINT), replaced per column from the rows just outside the run (the darker where that one is ink: a
+    curve crossing the border goes on through it). Taken off as value lines, a 2-3 px border blurred over 4
+    rows was lined up a row off in some blocks and its ink copied beside it, and a curve alone in a page's
+    track was traced along what was left (bench/README.md, 2026-11-29)."""
+    out, out_colour = gray, colour
+    height = gray.shape[0]
+    paper = below + MIN_DARKNESS
+    for edge in (top, bottom):
+        centre = int(round(edge))
+        rows = [r for r in range(centre - BORDER_REACH, centre + BORDER_REACH + 1) if 0 <= r < height]
+        share = {r: float((out[r] <= below).mean()) for r in rows}
+        core = [r for r in rows if share[r] >= VALUE_SHARE]
+        if not core:
+            continue
+        lo = hi = min(core, key=lambda r: (abs(r - edge), r))
+        while lo - 1 in share and share[lo - 1] >= VALUE_SHARE:
+            lo -= 1
+        while hi + 1 in share and share[hi + 1] >= VALUE_SHARE:
+            hi += 1
+        halo = {r for r in rows if share[r] >= BORDER_HALO and float(np.median(paper - out[r])) >= HALO_TINT}
+        while lo - 1 in halo:
+            lo -= 1
+        while hi + 1 in halo:
+            hi += 1
+        above, under = max(0, lo - 1), min(height - 1, hi + 1)
+        if out is gray:
+            out, out_colour = gray.copy(), None if colour is None else colour.copy()
+        one, two = out[above].astype(np.int64), out[under].astype(np.int64)
+        source = np.where(np.minimum(one, two) <= below, np.where(one <= two, above, under),
+                          np.where(one <= two, under, above))
+        cols = np.arange(out.shape[1])
+        for r in range(lo, hi + 1):
+            out[r] = out[source, cols]
+            if out_colour is not None:
+                out_colour[r] = out_colour[source, cols]
     return out, out_colour
 
 
