@@ -1,6 +1,6 @@
 """Whole sections of full pages digitised against the generator's truth: POST /segment's page path.
 
-    python bench/page_segment_eval.py [--pages 20] [--seed 5150] [--source model|truth]
+    python bench/page_segment_eval.py [--pages 20] [--seed 5150] [--source model|truth] [--checkpoint PATH]
 
 Pages come from `veernet_core.page_synth` with every option left to chance (150-400 dpi, gray or 1-bit,
 skewed, dirty, stored turned in 3 of 7, one or two sections, 1-3 curves a track, each in a line style,
@@ -55,11 +55,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchio import log, stdout_to_stderr  # noqa: E402
 
+from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.digitise.calibration import CalibrationError  # noqa: E402
 from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
 from veernet_core.digitise.layout.proposal import to_proposal  # noqa: E402
 from veernet_core.digitise.pipeline import ScanOptions  # noqa: E402
-from veernet_core.digitise.predict import bundled_model_path, load_model  # noqa: E402
+from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint  # noqa: E402
 from veernet_core.digitise.section import digitise_section, read_section, upright_page  # noqa: E402
 from veernet_core.digitise.section_calibration import SectionCalibration  # noqa: E402
 from veernet_core.model import VeerNet  # noqa: E402
@@ -151,8 +152,12 @@ def summarise(scored: list[Scored]) -> dict[str, Any]:
                       **_figures([worst.score])}}
 
 
-def evaluate(pages: int, seed: int, source: str) -> dict[str, Any]:
-    model = load_model(bundled_model_path())[0]
+def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None) -> dict[str, Any]:
+    data, sha256 = read_checkpoint(checkpoint or bundled_model_path())
+    trained = deserialize(data)["train_config"]["data"]
+    if trained.get("page_share") and int(trained["seed"]) == seed:
+        raise SystemExit(f"--seed {seed}: the model trained on this seed's pages; pick a held-out one")
+    model = load_model(data)[0]
     scored: list[Scored] = []
     seconds, analyse_seconds, sections, skipped = [], [], 0, 0
     for index in range(pages):
@@ -175,7 +180,7 @@ def evaluate(pages: int, seed: int, source: str) -> dict[str, Any]:
             f"({missed} skipped), {seconds[-1]:.2f} s")
     return {"pages": pages, "seed": seed, "source": source, "sections": sections, "sections_skipped": skipped,
             **summarise(scored), "seconds_per_page": round(float(np.mean(seconds)), 3),
-            "analyse_seconds_per_page": round(float(np.mean(analyse_seconds)), 3)}
+            "analyse_seconds_per_page": round(float(np.mean(analyse_seconds)), 3), "model_sha256": sha256}
 
 
 def main() -> None:
@@ -183,9 +188,10 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--seed", type=int, default=5150, help="held out: the tests use 4040")
     parser.add_argument("--source", choices=("model", "truth"), default="model")
+    parser.add_argument("--checkpoint", help="a checkpoint file to read with (default: the bundled model)")
     args = parser.parse_args()
     with stdout_to_stderr():
-        figures = evaluate(args.pages, args.seed, args.source)
+        figures = evaluate(args.pages, args.seed, args.source, args.checkpoint)
     print(json.dumps(figures))
 
 

@@ -10,8 +10,10 @@ message then names the one range that applies, and where its maximum comes from.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from veernet_core.synth_factors import exclusion_errors
@@ -62,6 +64,9 @@ class DataConfig:
     # Synthetic factor levels never generated (synth_factors.EXCLUDABLE), e.g. ("dotted",): a
     # leave-one-out model, to measure how a model does on a kind of paper it never saw.
     exclude: tuple[str, ...] = ()
+    # Share of the items cut from generated full pages (veernet_core.page_dataset: a track of a page drawn at
+    # 150-400 dpi, cut out and brought to `scale` as the service reads a page); the rest are synthetic logs.
+    page_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,9 @@ class TrainConfig:
     checkpoint_every_minutes: float = 0.0  # 0 = off; bounds redone work on slow epochs
     keep_last: int = 3  # checkpoints kept besides the best one
     validate_every_epochs: int = 1  # validation metrics feed the best-checkpoint choice
+    # The weights a fresh run starts from: "random" (from `seed`), or "bundled": the model shipped with the
+    # package (veernet_core/assets), to fine-tune it; its network (`model`) must then be the bundled one's.
+    init: str = "random"
 
     @property
     def scaled_lr(self) -> float:
@@ -137,6 +145,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "data.classes": (2, 3),
     "data.seed": (0, 2**31 - 1),
     "data.val_fraction": (0.0, 0.5),
+    "data.page_share": (0.0, 0.9),
     "epochs": (1, 1000),
     "effective_batch": (1, 1024),
     "lr": (1e-7, 1.0),
@@ -162,6 +171,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "data.kind": ("synth", "manifest"),
     "device": ("auto", "cpu", "cuda"),
     "amp": ("auto", "bf16", "fp16", "off"),
+    "init": ("random", "bundled"),
 }
 
 
@@ -195,6 +205,12 @@ def validate(config: TrainConfig, caps: Caps | None = None) -> dict[str, str]:
     if config.data.kind == "manifest" and not config.data.manifest_url:
         errors["data.manifest_url"] = "is required when data.kind is 'manifest'"
     errors.update(_exclude_errors(config.data))
+    if config.data.page_share and config.data.kind != "synth":
+        errors["data.page_share"] = "applies to generated data only (data.kind 'synth'); leave it 0"
+    elif config.data.page_share and config.data.classes != 2:
+        errors["data.page_share"] = "pages mark every curve's ink alike: needs data.classes 2"
+    if config.init == "bundled":
+        errors.update(_bundled_errors(config.model))
     if errors.keys() & {"effective_batch", "data.dataset_size", "data.val_fraction"}:
         return errors  # the rule below needs all three valid (an out-of-range fraction may not even round)
     n_train = config.data.dataset_size - round(config.data.dataset_size * config.data.val_fraction)
@@ -212,6 +228,20 @@ def _exclude_errors(data: DataConfig) -> dict[str, str]:
         return {"data.exclude": "applies to synthetic data only (data.kind 'synth'); leave it empty"}
     problems = exclusion_errors(data.exclude)
     return {"data.exclude": "; ".join(problems)} if problems else {}
+
+
+BUNDLED_RECIPE = Path(__file__).resolve().parent / "assets" / "bundled-config.json"
+
+
+def _bundled_errors(model: ModelConfig) -> dict[str, str]:
+    """What keeps `model` from starting from the bundled model's weights (init "bundled"): every field of
+    its network must be the bundled one's (assets/bundled-config.json)."""
+    recipe: dict[str, Any] = json.loads(BUNDLED_RECIPE.read_text())["model"]
+    bundled = dataclasses.replace(ModelConfig(), **{**recipe, "widths": tuple(recipe["widths"])})
+    return {f"model.{f.name}": f"must be the bundled model's {getattr(bundled, f.name)!r} with init 'bundled', "
+            f"got {getattr(model, f.name)!r}"
+            for f in dataclasses.fields(ModelConfig)
+            if f.name != "grad_checkpointing" and getattr(model, f.name) != getattr(bundled, f.name)}
 
 
 def _get(config: TrainConfig, dotted: str) -> Any:

@@ -106,12 +106,12 @@ def truth_probabilities(page: SynthPage, calibration: SectionCalibration, matche
         rows = np.arange(crop.row0, crop.row1 + 1, dtype=np.float64)
         for f in true_fractions(page, calibration.index, matched[j], rows):
             x = true.left + f * (true.right - true.left) - crop.col0  # a crop row per crop column
-            _stroke(curve, x)
+            stroke_line(curve, x)
         out.append(np.stack([1.0 - curve, curve]))
     return out
 
 
-def _stroke(canvas: np.ndarray, x: np.ndarray) -> None:
+def stroke_line(canvas: np.ndarray, x: np.ndarray) -> None:
     """Ink at row x[c] of each column c, joined to halfway to its neighbours (a steep curve stays one line)."""
     height = canvas.shape[0]
     prev = np.concatenate([x[:1], x[:-1]])

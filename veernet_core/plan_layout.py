@@ -66,17 +66,21 @@ class LazySizes(Protocol):
 
 @dataclass(frozen=True)
 class SynthSizes:
-    """The synthetic set's sizes, from the generator's own ``log_size`` (no log rendered)."""
+    """The synthetic set's sizes, from the generator's own ``log_size`` (no log rendered); its last `pages`
+    items are page tracks (`data.page_share`), sized from their pages' layouts (no page drawn)."""
 
     images: int
     scale: float
     seed: int
+    pages: int = 0
 
     def __len__(self) -> int:
         return self.images
 
     def read(self, indices: Sequence[int]) -> list[Size]:
-        return [_synth_size(self.seed, int(i), self.scale) for i in indices]
+        logs = self.images - self.pages
+        return [_synth_size(self.seed, int(i), self.scale) if i < logs
+                else _page_size(self.seed, int(i) - logs, self.scale) for i in indices]
 
 
 @lru_cache(maxsize=65536)
@@ -84,8 +88,17 @@ def _synth_size(seed: int, index: int, scale: float) -> Size:
     return log_size(seed, index, scale)
 
 
+@lru_cache(maxsize=65536)
+def _page_size(seed: int, index: int, scale: float) -> Size:
+    from veernet_core.page_dataset import model_size, page_spec, track_place
+
+    spec = page_spec(seed, index)
+    return model_size(track_place(spec, seed, index), spec.dpi, scale)
+
+
 def synth_sizes(config: TrainConfig) -> SynthSizes:
-    return SynthSizes(config.data.dataset_size, config.data.scale, config.data.seed)
+    data = config.data
+    return SynthSizes(data.dataset_size, data.scale, data.seed, round(data.dataset_size * data.page_share))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ from veernet_core.memory import MemoryModel
 from veernet_core.memory_probe import available_bytes, probe_memory
 from veernet_core.plan import SOURCE_PROBE, Throughput
 from veernet_core.sampler import BucketBatchSampler, validation_batches
-from veernet_core.synth_dataset import SynthDataset
 from veernet_core.train import batch_loader, build_dataset
 from veernet_core.trainer import Trainer, amp_dtype
 
@@ -207,9 +206,8 @@ def measure_device(config: TrainConfig, device: str | torch.device, dataset: Dat
         budget = memory.pixel_budget(device_memory_bytes(device) * config.memory_fraction)
     startup_s = time.perf_counter() - t0
     probe = probe_config(config, sizes, shrink=device.type != "cuda")
-    if config.data.kind == "synth":
-        probe_set: Dataset[dict[str, Any]] = SynthDataset(probe.data.dataset_size, probe.data.scale,
-                                                          probe.data.classes, probe.data.seed)
+    if config.data.kind == "synth":  # logs (and pages, by data.page_share) drawn as the run draws them
+        probe_set: Dataset[dict[str, Any]] = build_dataset(probe)
         probe_sizes = probe_set.sizes()  # type: ignore[attr-defined]
     else:
         count = min(len(sizes), probe.data.dataset_size)

@@ -60,8 +60,13 @@ def build_dataset(config: TrainConfig, s3_client: Any = None) -> Dataset[dict[st
         from veernet_core.manifest_dataset import ManifestDataset
         return ManifestDataset(data.manifest_url, s3_client=s3_client, classes=data.classes)
     from veernet_core.synth_dataset import SynthDataset
-    return SynthDataset(data.dataset_size, scale=data.scale, classes=data.classes, seed=data.seed,
+    pages = round(data.dataset_size * data.page_share)
+    logs = SynthDataset(data.dataset_size - pages, scale=data.scale, classes=data.classes, seed=data.seed,
                         exclude=data.exclude)
+    if not pages:
+        return logs
+    from veernet_core.page_dataset import LogsAndPages, PageCropDataset
+    return LogsAndPages(logs, PageCropDataset(pages, data.scale, data.seed))
 
 
 class _SigtermFlag:

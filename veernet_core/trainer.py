@@ -46,9 +46,17 @@ def lr_factor(step: int, warmup: int, total: int, floor: float) -> float:
     return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def build_for_training(config: ModelConfig, seed: int, device: torch.device) -> VeerNet:
+def build_for_training(config: ModelConfig, seed: int, device: torch.device, init: str = "random") -> VeerNet:
+    """The network a fresh run starts from: weights drawn from `seed` alone, or with init "bundled" the
+    shipped model's (the config checks that the networks are one)."""
     torch.manual_seed(seed)  # initial weights are a function of the seed alone
-    return VeerNet(config).to(device)
+    model = VeerNet(config)
+    if init == "bundled":
+        from veernet_core.checkpoint import deserialize
+        from veernet_core.digitise.predict import bundled_model_path
+
+        model.load_state_dict(deserialize(bundled_model_path().read_bytes())["model"])
+    return model.to(device)
 
 
 class Trainer:
@@ -56,7 +64,7 @@ class Trainer:
                  pixel_budget: int, weights: LossWeights) -> None:
         self.config, self.device, self.sampler = config, device, sampler
         self.pixel_budget, self.weights = pixel_budget, weights
-        self.model = build_for_training(config.model, config.seed, device)
+        self.model = build_for_training(config.model, config.seed, device, config.init)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.scaled_lr,
                                            weight_decay=config.weight_decay)
         total = sampler.steps_per_epoch * config.epochs

@@ -60,3 +60,29 @@ def test_a_huge_out_of_range_fraction_is_named_not_an_overflow() -> None:
     with pytest.raises(ConfigError) as caught:
         TrainConfig.from_dict({"data": {"val_fraction": -1.1984620899082107e+304}})
     assert set(caught.value.errors) == {"data.val_fraction"}
+
+
+def test_a_run_may_start_from_the_bundled_model_only_with_its_network() -> None:
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from veernet_core.checkpoint import deserialize
+    from veernet_core.digitise.predict import bundled_model_path
+    from veernet_core.trainer import build_for_training
+
+    recipe = json.loads((Path(bundled_model_path()).parent / "bundled-config.json").read_text())
+    config = TrainConfig.from_dict({**recipe, "init": "bundled", "device": "cpu"})
+    model = build_for_training(config.model, config.seed, torch.device("cpu"), config.init)
+    shipped = deserialize(bundled_model_path().read_bytes())["model"]
+    assert all(torch.equal(value, shipped[name]) for name, value in model.state_dict().items())
+    fresh = build_for_training(config.model, config.seed, torch.device("cpu"))
+    assert not all(torch.equal(value, shipped[name]) for name, value in fresh.state_dict().items())
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({**recipe, "init": "bundled", "model": {**recipe["model"], "transformer_ff": 256}})
+    assert caught.value.errors == {
+        "model.transformer_ff": "must be the bundled model's 128 with init 'bundled', got 256"}
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig.from_dict({"init": "imagenet"})
+    assert caught.value.errors["init"] == "must be one of random, bundled, got 'imagenet'"

@@ -87,9 +87,10 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
 
 BORDER_REACH = 4  # rows either side of a calibrated edge its border line and the line's blur may lie in
 BORDER_HALO = 0.25  # of the scan's width: a row beside a border line inked this widely may be its blurred edge
-# ... if the row is tinted across: its median pixel this many gray levels under the paper. A blurred edge is
-# (10-25 on the page generator's 150-dpi pages, its share 0.4-0.56); a curve running along the border inks
-# runs of the row and leaves its median on the paper (0 on a held-out 1-bit log, its share 0.2-0.4).
+# ... if the row is also tinted across: its median pixel this many gray levels under the paper. A blurred
+# edge's median is 10-25 under it on the page generator's 150-dpi pages (its share 0.4-0.56); a curve running
+# along the border inks runs of the row and leaves its median on the paper (0 on a held-out 1-bit log, its
+# share 0.2-0.4).
 HALO_TINT = MIN_DARKNESS / 3
 
 
