@@ -48,6 +48,30 @@ def test_invalid_config_is_422_naming_each_bad_field(client: TestClient) -> None
         assert session.scalar(select(Job.id)) is None  # nothing was queued
 
 
+def test_a_fine_tune_on_page_tracks_is_accepted_and_a_mismatched_one_named(client: TestClient) -> None:
+    """init "bundled" with data.page_share: the job stores both; a network that is not the bundled one's,
+    an unknown init and a share past 0.9 are 422s naming each field."""
+    import json
+
+    from veernet_core.config import BUNDLED_RECIPE
+
+    recipe = json.loads(BUNDLED_RECIPE.read_text())
+    config = {"init": "bundled", "model": recipe["model"], "epochs": 1, "effective_batch": 4,
+              "data": {"classes": 2, "dataset_size": 16, "scale": 0.05, "page_share": 0.25}}
+    body = submit(client, config)
+    assert body["config"]["init"] == "bundled" and body["config"]["data"]["page_share"] == 0.25
+    response = client.post("/jobs", json={"config": {**config, "model": {**recipe["model"], "widths": [8] * 6},
+                                                     "data": {**config["data"], "page_share": 0.95}}})
+    assert response.status_code == 422
+    errors = {e["field"]: e["message"] for e in response.json()["detail"]}
+    assert set(errors) == {"config.model.widths", "config.data.page_share"}
+    assert "with init 'bundled'" in errors["config.model.widths"]
+    response = client.post("/jobs", json={"config": {"init": "imagenet"}})
+    assert response.status_code == 422
+    assert {e["field"]: e["message"] for e in response.json()["detail"]} == {
+        "config.init": "must be one of random, bundled, got 'imagenet'"}
+
+
 def test_malformed_request_is_422_with_a_per_field_list(client: TestClient) -> None:
     response = client.post("/jobs", json={"kind": "paint", "config": [], "extra": 1})
     assert response.status_code == 422
