@@ -68,6 +68,11 @@ class DataConfig:
     # 150-400 dpi, cut out and brought to `scale` as the service reads a page); the rest are synthetic logs.
     page_share: float = 0.0
 
+    @property
+    def page_items(self) -> int:
+        """How many of the `dataset_size` items are page tracks (the last ones)."""
+        return round(self.dataset_size * self.page_share)
+
 
 @dataclass(frozen=True)
 class TrainConfig:

@@ -22,7 +22,6 @@ its size without drawing it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,33 +32,24 @@ from torch.utils.data import Dataset
 from veernet_core.digitise.grid import without_grid
 from veernet_core.digitise.ink import MIN_DARKNESS, paper_gray
 from veernet_core.digitise.rescale import resample_image, resampling_for
-from veernet_core.digitise.section import upright_page
+from veernet_core.digitise.section import turned_crop, upright_page
+from veernet_core.digitise.section_calibration import Crop, track_crop
 from veernet_core.page_spec import PageSpec
-from veernet_core.page_synth import PageOptions, SynthPage, generate_page, sample_spec
+from veernet_core.page_synth import PAGE_STREAM, PageOptions, SynthPage, generate_page, sample_spec
 from veernet_core.page_truth import stroke_line, true_fractions
 
 PICK_STREAM = 0x7C0B  # the stream that picks an item's section and track
-PAGE_STREAM = 0x9A6E  # page_synth.generate_page's own stream: its layout comes first
 INK_SHARE = 3.0  # a mask pixel is darker than its column's paper by MIN_DARKNESS / INK_SHARE
-MARGIN_SHARE = 0.05  # of the track's width, either side (SectionCalibration.crop)
-MIN_MARGIN = 4.0  # px
 ANY_PAGE = PageOptions()  # every option left to chance
 
 
 @dataclass(frozen=True)
 class TrackPlace:
-    """Where an item lies on its page: the section, the track, and the track's crop of the upright page
-    (rows and columns, both inclusive)."""
+    """Where an item lies on its page: the section, the track, and the track's crop of the upright page."""
 
     section: int
     track: int
-    rows: tuple[int, int]
-    columns: tuple[int, int]
-
-    @property
-    def size(self) -> tuple[int, int]:
-        """(height, width) of the crop once turned: track columns down, section rows along."""
-        return self.columns[1] - self.columns[0] + 1, self.rows[1] - self.rows[0] + 1
+    crop: Crop
 
 
 def page_spec(seed: int, index: int, options: PageOptions = ANY_PAGE) -> PageSpec:
@@ -68,22 +58,22 @@ def page_spec(seed: int, index: int, options: PageOptions = ANY_PAGE) -> PageSpe
 
 
 def track_place(spec: PageSpec, seed: int, index: int) -> TrackPlace:
-    """The section and track item `index` is cut from, and its crop as `SectionCalibration.crop` cuts it
-    from the true extents."""
+    """The section and track item `index` is cut from, and its crop as the service cuts it
+    (`section_calibration.track_crop`) from the true extents."""
     rng = np.random.default_rng([seed, index, PICK_STREAM])
     k = int(rng.integers(len(spec.sections)))
     section = spec.sections[k]
     j = int(rng.integers(len(section.tracks)))
     track = section.tracks[j]
-    margin = max(MIN_MARGIN, MARGIN_SHARE * (track.right - track.left))
-    columns = max(0, math.floor(track.left - margin)), min(spec.width - 1, math.ceil(track.right + margin))
-    rows = math.floor(section.top), min(math.ceil(section.bottom), spec.height - 1)
-    return TrackPlace(k, j, rows, columns)
+    return TrackPlace(k, j, track_crop((section.top, section.bottom), track.left, track.right,
+                                       (spec.height, spec.width)))
 
 
-def model_size(place: TrackPlace, dpi: int, scale: float) -> tuple[int, int]:
-    """The crop's size once brought to the model's pixel scale, as the service brings a page's track."""
-    return resampling_for(place.size, scale, dpi / 300).model_size
+def item_size(seed: int, index: int, scale: float, options: PageOptions = ANY_PAGE) -> tuple[int, int]:
+    """(height, width) of item `index` at the model's pixel scale, from its page's layout alone: its crop
+    brought to `scale` as the service brings a page's track."""
+    spec = page_spec(seed, index, options)
+    return resampling_for(track_place(spec, seed, index).crop.size, scale, spec.dpi / 300).model_size
 
 
 def upright(page: SynthPage) -> np.ndarray:
@@ -95,9 +85,9 @@ def upright(page: SynthPage) -> np.ndarray:
 def crop_item(page: SynthPage, place: TrackPlace, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """(image uint8 (h, w), mask uint8 (h, w)) of a track's crop at the model's scale (module docstring)."""
     spec = page.spec
-    whole = upright(page)
-    (row0, row1), (col0, col1) = place.rows, place.columns
-    gray = np.ascontiguousarray(whole[row0:row1 + 1, col0:col1 + 1].T)
+    crop = place.crop
+    row0, col0 = crop.row0, crop.col0
+    gray = turned_crop(upright(page), crop)
     track = spec.sections[place.section].tracks[place.track]
     resampling = resampling_for(gray.shape, scale, spec.dpi / 300)
     if resampling.reduced:
@@ -133,10 +123,7 @@ class PageCropDataset(Dataset[dict[str, Any]]):
     def sizes(self) -> list[tuple[int, int]]:
         """(height, width) of every item, from the pages' layouts alone."""
         if self._sizes is None:
-            self._sizes = []
-            for i in range(self.size):
-                spec = page_spec(self.seed, i, self.options)
-                self._sizes.append(model_size(track_place(spec, self.seed, i), spec.dpi, self.scale))
+            self._sizes = [item_size(self.seed, i, self.scale, self.options) for i in range(self.size)]
         return list(self._sizes)
 
     def __getitem__(self, i: int) -> dict[str, Any]:

@@ -35,6 +35,9 @@ DPI_RANGE = (150, 400)
 MAX_SKEW_DEG = 0.8
 
 
+PAGE_STREAM = 0x9A6E  # a page's own random stream: its layout first (`sample_spec`), then its drawing
+
+
 @dataclass
 class SynthPage:
     image: np.ndarray  # uint8 as scanned (turned, skewed, dirty; 0/255 when bitonal)
@@ -63,7 +66,7 @@ def generate_page(seed: int, index: int, options: PageOptions = PageOptions()) -
     """One scanned page and its truth."""
     if seed < 0 or index < 0:
         raise ValueError(f"seed and index must be non-negative, got seed={seed}, index={index}")
-    rng = np.random.default_rng([seed, index, 0x9A6E])
+    rng = np.random.default_rng([seed, index, PAGE_STREAM])
     spec = sample_spec(rng, seed, index, options)
     upright, fractions = page_draw.render(rng, spec)
     return SynthPage(page_draw.scan(rng, upright, spec), spec, fractions)

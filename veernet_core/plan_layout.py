@@ -90,15 +90,14 @@ def _synth_size(seed: int, index: int, scale: float) -> Size:
 
 @lru_cache(maxsize=65536)
 def _page_size(seed: int, index: int, scale: float) -> Size:
-    from veernet_core.page_dataset import model_size, page_spec, track_place
+    from veernet_core.page_dataset import item_size
 
-    spec = page_spec(seed, index)
-    return model_size(track_place(spec, seed, index), spec.dpi, scale)
+    return item_size(seed, index, scale)
 
 
 def synth_sizes(config: TrainConfig) -> SynthSizes:
     data = config.data
-    return SynthSizes(data.dataset_size, data.scale, data.seed, round(data.dataset_size * data.page_share))
+    return SynthSizes(data.dataset_size, data.scale, data.seed, data.page_items)
 
 
 @dataclass(frozen=True)

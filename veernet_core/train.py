@@ -60,7 +60,7 @@ def build_dataset(config: TrainConfig, s3_client: Any = None) -> Dataset[dict[st
         from veernet_core.manifest_dataset import ManifestDataset
         return ManifestDataset(data.manifest_url, s3_client=s3_client, classes=data.classes)
     from veernet_core.synth_dataset import SynthDataset
-    pages = round(data.dataset_size * data.page_share)
+    pages = data.page_items
     logs = SynthDataset(data.dataset_size - pages, scale=data.scale, classes=data.classes, seed=data.seed,
                         exclude=data.exclude)
     if not pages:

@@ -133,7 +133,6 @@ def test_a_thick_blurred_border_comes_off_whole_and_a_curve_crossing_it_stays() 
     assert inked[curve].mean() > 0.9  # the stroke goes on through the border
 
 
-
 @pytest.mark.parametrize("bilevel", [False, True])
 def test_a_curve_running_along_a_border_stays_when_the_border_comes_off(bilevel: bool) -> None:
     """A curve pinned at the track's edge over a third of the log, in the row beside a 2-px border: it inks

@@ -39,7 +39,7 @@ def test_an_item_is_the_track_as_the_service_reads_it_and_its_mask_lies_on_the_c
         page = generate_page(SEED, index)
         place = track_place(page.spec, SEED, index)
         image, mask = crop_item(page, place, 0.2)
-        assert image.shape == resampling_for(place.size, 0.2, page.spec.dpi / 300).model_size
+        assert image.shape == resampling_for(place.crop.size, 0.2, page.spec.dpi / 300).model_size
         darkness = paper_gray(image)[None, :] - image.astype(np.float64)
         assert (darkness[mask > 0] >= MIN_DARKNESS / 3).all()
         # Off the curves' paths by a few rows the same columns are mostly paper: the mask is on the curves.

@@ -52,6 +52,25 @@ class Crop:
         return self.col1 - self.col0 + 1, self.row1 - self.row0 + 1
 
 
+def track_crop(rows: tuple[float, float], left: float, right: float, page_size: tuple[int, int]) -> Crop:
+    """A track's crop of an upright page of `page_size`: the section's rows (its frame lines at `rows`), the
+    track's columns (its borders at `left` and `right`) and a margin either side (a curve's stroke reaches
+    past a border; the model's training logs leave a few per cent of the height outside their track), at
+    least MIN_SECTION_ROWS columns."""
+    height, width = page_size
+    margin = max(4.0, 0.05 * (right - left))
+    col0, col1 = max(0, math.floor(left - margin)), min(width - 1, math.ceil(right + margin))
+    while col1 - col0 + 1 < MIN_SECTION_ROWS and (col0 > 0 or col1 < width - 1):
+        col0, col1 = max(0, col0 - 1), min(width - 1, col1 + 1)
+    return Crop(*section_rows(rows, height), col0, col1)
+
+
+def section_rows(rows: tuple[float, float], height: int) -> tuple[int, int]:
+    """The page rows a section's crops span: from its top frame line to its bottom one, on a page `height`
+    rows tall."""
+    return math.floor(rows[0]), min(math.ceil(rows[1]), height - 1)
+
+
 @dataclass(frozen=True)
 class SectionCalibration:
     turn: int  # degrees the scan is turned clockwise to be upright
@@ -77,18 +96,12 @@ class SectionCalibration:
 
     @property
     def section_rows(self) -> tuple[int, int]:
-        return math.floor(self.rows[0]), min(math.ceil(self.rows[1]), self.page_size[0] - 1)
+        return section_rows(self.rows, self.page_size[0])
 
     def crop(self, j: int) -> Crop:
-        """Track j's crop: the section's rows, the track's columns and a margin either side (a curve's
-        stroke reaches past a border; the model's training logs leave a few per cent of the height outside
-        their track), at least MIN_SECTION_ROWS columns."""
-        track, width = self.tracks[j], self.page_size[1]
-        margin = max(4.0, 0.05 * (track.right - track.left))
-        col0, col1 = max(0, math.floor(track.left - margin)), min(width - 1, math.ceil(track.right + margin))
-        while col1 - col0 + 1 < MIN_SECTION_ROWS and (col0 > 0 or col1 < width - 1):
-            col0, col1 = max(0, col0 - 1), min(width - 1, col1 + 1)
-        return Crop(*self.section_rows, col0, col1)
+        """Track j's crop (`track_crop`)."""
+        track = self.tracks[j]
+        return track_crop(self.rows, track.left, track.right, self.page_size)
 
     def track_calibration(self, j: int) -> Calibration:
         """Track j as a track calibration of its turned crop (depth along the width, `left` at the top)."""
