@@ -157,3 +157,78 @@ def test_a_curve_running_along_a_border_stays_when_the_border_comes_off(bilevel:
         band[edge - 2 : edge + 3] = True
         band[:, 298:723] = False
         assert inked[band & ~curve].mean() < 0.01, f"the border at row {edge} is paper again"
+
+
+def test_a_bilevel_grid_ragged_by_its_threshold_comes_off_under_a_busy_curve() -> None:
+    """A 1-bit scan of a depth grid of 1-px lines a fraction of a pixel off the pixel grid and a quarter of
+    a degree off the scan's columns: thresholded, each line is 1 px wide on some rows and 2 on others. Over
+    it a curve swings across the track every few dozen columns. The lines come off whole (their ragged
+    edge is not copied back into them as a curve's ink, and the blocks stay lined up on the lines, not on
+    the curve's strokes); the curve stays."""
+    rng = np.random.default_rng(11)
+    rows = np.arange(HEIGHT)[:, None]
+    cols = np.arange(WIDTH)[None, :]
+    darkness = np.zeros((HEIGHT, WIDTH))
+    slant = math.tan(math.radians(0.25)) * (rows - (TOP + BOTTOM) / 2)
+    for x in np.arange(10.3, WIDTH - 10, 17.37):
+        darkness = np.maximum(darkness, np.exp(-0.5 * ((cols - x - slant) / 0.55) ** 2))
+    darkness[:TOP] = darkness[BOTTOM + 1 :] = 0
+    for y in [TOP, *range(TOP + 50, BOTTOM, 50), BOTTOM]:
+        darkness[y] = 1.0
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    centre = (TOP + BOTTOM) / 2 + 170 * np.sin(np.arange(WIDTH) / 25.0)
+    for c in range(1, WIDTH):  # joined column to column: the steep stretches are strokes along the lines
+        a, b = sorted((int(round(centre[c - 1])), int(round(centre[c]))))
+        curve[a - 1 : b + 1, c] = True
+    darkness[curve] = 1.0
+    scan = np.where(darkness + rng.normal(0, 0.05, darkness.shape) > 0.5, 0, 255).astype(np.uint8)
+    lines = (scan == 0) & ~curve
+    lines[: TOP + 2] = lines[BOTTOM - 1 :] = False
+    lines[TOP + 48 :: 50] = lines[TOP + 49 :: 50] = lines[TOP + 50 :: 50] = lines[TOP + 51 :: 50] = False
+    near = np.any([np.roll(curve, d, axis=1) for d in range(-3, 4)], axis=0)  # where the fill carries a crossing
+    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
+    inked = gray == 0
+    assert (inked & lines & ~near).sum() < 0.03 * (lines & ~near).sum(), "the depth lines are paper again"
+    # In 1 bit, a steep stretch of the curve running down a line, or beside it over a block, is the line's
+    # ink as far as the pixels tell, and goes with it (the tracer bridges such a gap between its ends).
+    assert inked[curve].mean() > 0.85
+    assert (inked & curve).any(axis=0).mean() > 0.95
+
+
+@pytest.mark.parametrize(("page", "index", "bitonal"), [(7, 1, False), (13, 0, True)])
+def test_a_generated_page_tracks_depth_lines_come_off(page: int, index: int, bitonal: bool) -> None:
+    """A track of a page from the page generator (seed 5150, held out from training), made upright and cut
+    out as the service cuts it: a busy curve over a grid of 1-px depth lines, gray at 289 dpi or 1-bit at
+    196. Lined up block to block, the depth lines were not found at all on either, and every one stayed."""
+    from veernet_core.digitise.ink import MIN_DARKNESS, paper_gray
+    from veernet_core.digitise.section import turned_crop
+    from veernet_core.digitise.section_calibration import track_crop
+    from veernet_core.page_dataset import upright
+    from veernet_core.page_synth import generate_page
+
+    drawn = generate_page(5150, page)
+    spec = drawn.spec
+    assert spec.scan.bitonal == bitonal
+    section = spec.sections[0]
+    track = section.tracks[index]
+    crop = track_crop((section.top, section.bottom), track.left, track.right, (spec.height, spec.width))
+    gray = turned_crop(upright(drawn), crop)
+    top, bottom = track.left - crop.col0, track.right - crop.col0
+    out, _ = degrid.without_grid(gray, None, top, bottom)
+    first, last = math.ceil(top) + 4, math.floor(bottom) - 4  # the track inside its borders
+    paper = paper_gray(gray[first:last]).astype(np.float64)
+    count = round((section.depth_bottom - section.depth_top) / section.scale.minor)
+    standing = lines = 0
+    for k in range(count + 1):
+        column = round(float(section.row_of(section.depth_top + k * section.scale.minor)) - crop.row0)
+        if not 2 <= column < gray.shape[1] - 2:
+            continue
+        band = slice(column - 1, column + 2)
+        before = np.clip(paper[band] - gray[first:last, band], 0, None).sum()
+        after = np.clip(paper[band] - out[first:last, band], 0, None).sum()
+        if (gray[first:last, band] <= paper[band] - MIN_DARKNESS).any(axis=1).mean() < 0.7:
+            continue  # a line the scan itself broke up
+        lines += 1
+        standing += after > 0.35 * before
+    assert lines > 40
+    assert standing < 0.15 * lines, f"{standing} of {lines} depth lines keep over a third of their ink"

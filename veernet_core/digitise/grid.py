@@ -10,11 +10,15 @@ scale, where a dense grid is a texture rather than lines, taking it off read wor
 2026-11-27, with the figures at both scales and with no grid printed at all).
 
 How: ink is what is darker than the paper by more than scanner noise (`ink.MIN_DARKNESS`). The track is
-cut into blocks of BLOCK rows; each block's ink per column (its profile) is lined up with the block
-before's, within a pixel to the side (a skewed scan moves a line a pixel every few blocks, and a scanner
-shifts bands of rows by a pixel), so a depth line falls in one column of the lined-up profiles. A depth
-line is a column of them whose ink covers DEPTH_SHARE of the track's rows (other than the rows inked
-across the scan, value lines); a curve's spike or swing covers a column for a few blocks only. The
+cut into blocks of BLOCK rows; each block's ink per column (its profile) is lined up, out from the middle
+block, with the sum of the blocks lined up so far, within a pixel to the side of its neighbour's offset (a
+skewed scan moves a line a pixel every few blocks, and a scanner shifts bands of rows by a pixel), so a
+depth line falls in one column of the lined-up profiles. Lined up with the one block before, a busy curve's
+strokes outweighed the lines every few blocks and the offsets walked off them: on half of the held-out
+logs and page tracks no depth line was found (bench/README.md, 2026-11-29). A depth line is a column of
+the lined-up profiles whose ink covers DEPTH_SHARE of the track's rows (other than the rows inked across
+the scan, value lines), or two columns that hold it between them in different blocks (`find_lines`); a
+curve's spike or swing covers a column for a few blocks only. The
 track's two border lines are then taken off whole about the calibrated edges, blurred edges included
 (`_borders_off`). Value lines are found the same way as depth lines along the scan's width (blocks of
 columns, VALUE_SHARE), once the depth lines are gone (a dense depth grid inks a third of every row).
@@ -23,6 +27,9 @@ lined up a whole line off.
 
 A pixel on a line takes the darker of the nearest pixels beside the line on either side where that one is
 ink (a curve crossing the line goes on through it), else the lighter one (paper); the same pixel in colour.
+A depth line's ragged or blurred edge is taken with it (`_fill`). Where a curve runs down a line, or
+beside it over a block in a 1-bit scan, nothing in the pixels tells its ink from the line's, and it goes
+with the line; the tracer bridges the gap between the stroke's ends.
 """
 
 from __future__ import annotations
@@ -32,12 +39,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veernet_core.digitise.bilevel import one_bit_kind
 from veernet_core.digitise.ink import MIN_DARKNESS, paper_gray
 
 DEPTH_SHARE = 0.8  # of the track's rows (value lines' left out) a depth line's lined-up column inks
 VALUE_SHARE = 0.5  # of the scan's width a value line's lined-up row inks
 ACROSS_SHARE = 0.5  # of the track's width a row inks to be left out of the depth lines' counts
 BLOCK = 16  # pixels along a line per block: a degree of skew moves a line 0.28 px over a block
+SPLIT_SHARE = 0.2  # of the pixels along a line that each of two lined-up columns holding it between them hold
 STEP = 1  # pixels to the side a block may be lined up off the block before it
 
 
@@ -67,7 +76,9 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
     out, out_colour = gray, colour
     if depth is not None:
         out, out_colour = gray.copy(), None if colour is None else colour.copy()
-        _fill(out, out_colour, depth, first, 0, below, across=False)
+        # On a thresholded 1-bit scan a line's ragged edge may lie beside it over a short stretch only.
+        thresholded = one_bit_kind(gray[first:last]) == "threshold"
+        _fill(out, out_colour, depth, first, 0, below, across=False, edge_share=0.0 if thresholded else EDGE_SHARE)
         ink = out <= below[None, :]
     # The borders first, whole: a value line's fill lined up a row off a thick border copies its ink beside it.
     taken, out_colour = _borders_off(out, out_colour, top, bottom, below)
@@ -162,33 +173,67 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
     profiles = np.stack([(ink[a:z] & counted[a:z, None]).sum(axis=0) for a, z in bounds]).astype(np.float64)
     offsets = np.zeros(blocks, dtype=np.int64)
     middle = blocks // 2
+    lined = profiles[middle].copy()  # the blocks lined up so far, summed
     for b in [*range(middle + 1, blocks), *range(middle - 1, -1, -1)]:  # out from the middle block
         ref = b - 1 if b > middle else b + 1
-        lined = shifted(profiles[ref], int(offsets[ref]))
         fits = [float(np.dot(shifted(profiles[b], int(offsets[ref]) + d), lined)) for d in range(-STEP, STEP + 1)]
         best = max(range(len(fits)), key=lambda k: (fits[k], -abs(k - STEP)))  # ties stay put
         offsets[b] = offsets[ref] + best - STEP
-    lined_up = np.sum([shifted(profiles[b], int(offsets[b])) for b in range(blocks)], axis=0)
-    columns = np.flatnonzero(lined_up >= share * total)
+        lined += shifted(profiles[b], int(offsets[b]))
+    each = np.stack([shifted(profiles[b], int(offsets[b])) for b in range(blocks)])
+    lined_up = each.sum(axis=0)
+    need = share * total
+    line = lined_up >= need
+    # A line the blocks' whole-pixel offsets leave split over two lined-up columns (a slanted line at half a
+    # pixel's phase moves over between blocks that the rest of the grid keeps in place): both columns, where
+    # neither is a line alone, each holds SPLIT_SHARE of its pixels, the two hold `share` together, and they
+    # hold it mostly in different blocks (a curve along a line inks both in the same ones; a ragged line, both
+    # in the blocks where it moves over).
+    fewer = np.minimum(lined_up[:-1], lined_up[1:])
+    both = np.minimum(each[:, :-1], each[:, 1:]).sum(axis=0)
+    pair = ((lined_up[:-1] + lined_up[1:] >= need) & (fewer >= SPLIT_SHARE * total) & (both <= 0.75 * fewer)
+            & ~line[:-1] & ~line[1:])
+    line[:-1] |= pair
+    line[1:] |= pair
+    columns = np.flatnonzero(line)
     return Lines(bounds, offsets, columns) if columns.size else None
 
 
+RAGGED_SHARE = 0.25  # of a block's rows: a column beside a depth line inked this much there may be its edge
+EDGE_SHARE = 0.2  # ... if it is inked over this much of the whole track beside that line, as a line's edge is
+
+
 def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int, line_offset: int,
-          below: np.ndarray, across: bool) -> None:
+          below: np.ndarray, across: bool, edge_share: float = EDGE_SHARE) -> None:
     """In place: the pixels of `lines` (found on the image from row `offset` and column `line_offset`)
-    replaced, blocks of one offset at a time, from the nearest columns off the lines either side. `below`
-    is the gray at or under which a pixel is ink, per column of the scan: of `gray`'s columns, or of its
-    rows where `gray` is the scan turned (`across`: value lines)."""
+    replaced, block by block, from the nearest columns off the lines either side. `below` is the gray at or
+    under which a pixel is ink, per column of the scan: of `gray`'s columns, or of its rows where `gray` is
+    the scan turned (`across`: value lines).
+
+    A depth line is widened, block by block, by a column beside it that is its ragged or blurred edge (`_edges`):
+    a 1-px line thresholded to 1 bit is 1 px wide on some rows and 2 on others, and a blurred one has a
+    lighter pixel either side; copied into the line as a curve's ink, such an edge left the line standing a
+    column over (bench/README.md, 2026-11-29). A curve crossing the line inks a column beside it for its
+    stroke's rows, and where that column joins the line it is copied back from the column beyond.
+    `edge_share`: how much of the whole track the column on a side of a line must ink to be taken as its
+    edge (EDGE_SHARE on a gray scan, where a blurred edge runs all along the line and a light curve's stroke
+    beside it does not; none on a thresholded 1-bit one, whose lines are ragged over stretches)."""
     width = gray.shape[1]
     index = np.arange(width)
-    offsets = lines.offsets.tolist()
-    starts = [k for k in range(len(offsets)) if k == 0 or offsets[k] != offsets[k - 1]]
-    for k, stop in zip(starts, [*starts[1:], len(offsets)], strict=True):
-        targets = lines.columns + offsets[k] + line_offset
-        targets = targets[(targets >= 0) & (targets < width)]
-        rows = np.arange(offset + lines.bounds[k][0], min(offset + lines.bounds[stop - 1][1], gray.shape[0]))
+    edges = None if across else _edges(gray, lines, offset, line_offset, below)
+    for k, (start, stop) in enumerate(lines.bounds):
+        targets = lines.columns + int(lines.offsets[k]) + line_offset
+        inside = (targets >= 0) & (targets < width)
+        targets = targets[inside]
+        rows = np.arange(offset + start, min(offset + stop, gray.shape[0]))
         if targets.size == 0 or rows.size == 0 or targets.size == width:
             continue
+        if edges is not None:
+            tones, left_share, right_share = edges
+            targets = _widened(gray[rows], below, targets, tones[inside], left_share[inside], right_share[inside],
+                               edge_share)
+            if targets.size == width:
+                continue
         free = np.ones(width, dtype=bool)
         free[targets] = False
         left = np.maximum.accumulate(np.where(free, index, -1))[targets]
@@ -203,3 +248,47 @@ def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int
         gray[rows[:, None], targets[None, :]] = gray[rows[:, None], source]
         if colour is not None:
             colour[rows[:, None], targets[None, :]] = colour[rows[:, None], source]
+
+
+def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int,
+           below: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per line of `lines`, over the whole track: the median gray of its ink (255 where it has none), and the
+    share of the track's rows inked in the column left of it and right of it."""
+    width = gray.shape[1]
+    count = len(lines.columns)
+    pixels: list[list[np.ndarray]] = [[] for _ in range(count)]
+    beside = np.zeros((2, count))
+    rows = 0
+    for k, (start, stop) in enumerate(lines.bounds):
+        block = gray[offset + start: offset + stop]
+        rows += block.shape[0]
+        for j, column in enumerate((lines.columns + int(lines.offsets[k]) + line_offset).tolist()):
+            if 0 <= column < width:
+                values = block[:, column]
+                pixels[j].append(values[values <= below[column]])
+            for side, other in enumerate((column - 1, column + 1)):
+                if 0 <= other < width:
+                    beside[side, j] += int((block[:, other] <= below[other]).sum())
+    tones = np.array([float(np.median(np.concatenate(p))) if sum(v.size for v in p) else 255.0 for p in pixels])
+    return tones, beside[0] / max(rows, 1), beside[1] / max(rows, 1)
+
+
+def _widened(block: np.ndarray, below: np.ndarray, targets: np.ndarray, tones: np.ndarray, left_share: np.ndarray,
+             right_share: np.ndarray, edge_share: float) -> np.ndarray:
+    """A block's depth-line columns `targets` with the columns beside them that are the lines' ragged or
+    blurred edges here: inked over RAGGED_SHARE of the block's rows, their ink in the block no darker than
+    the median of their line's (`tones`), and the column on that side of the line inked over EDGE_SHARE of
+    the whole track (`left_share`, `right_share`). A curve's stroke beside a line is darker than a gray grid,
+    or lies beside the line over a stretch of the track only, and stays."""
+    ink = block <= below[None, :]
+    count = ink.sum(axis=0)
+    tone = np.where(ink, block, 0).sum(axis=0) / np.maximum(count, 1)
+    width = block.shape[1]
+    on = np.zeros(width, dtype=bool)
+    on[targets] = True
+    for side, share in ((-1, left_share), (1, right_share)):
+        beside = targets + side
+        ok = (beside >= 0) & (beside < width) & (share >= edge_share)
+        line, beside = tones[ok], beside[ok]
+        on[beside[(count[beside] >= RAGGED_SHARE * block.shape[0]) & (tone[beside] >= line)]] = True
+    return np.flatnonzero(on)
