@@ -50,9 +50,15 @@ def _page(skew_degrees: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return scan.astype(np.uint8), grid & ~curve, curve, spike
 
 
+@pytest.mark.parametrize("bilevel", [False, True])
 @pytest.mark.parametrize("skew", [0.0, 0.8, -1.0])
-def test_a_dense_skewed_grid_comes_off_and_the_curve_and_its_spike_stay(skew: float) -> None:
+def test_a_dense_skewed_grid_comes_off_and_the_curve_and_its_spike_stay(skew: float, bilevel: bool) -> None:
+    """Gray, and thresholded to 1 bit: there the spike beside a line is no darker than the line, and a grid
+    this dense is not widened by its lines' edges (`grid._widened`), which would take the spike and a share
+    of the curve."""
     scan, grid, curve, spike = _page(skew)
+    if bilevel:
+        scan = np.where(scan <= PAPER - 18, 0, 255).astype(np.uint8)
     gray, colour = degrid.without_grid(scan, None, TOP, BOTTOM)
     assert colour is None
     inked = gray <= PAPER - 18
