@@ -256,20 +256,27 @@ def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int,
     share of the track's rows inked in the column left of it and right of it."""
     width = gray.shape[1]
     count = len(lines.columns)
-    pixels: list[list[np.ndarray]] = [[] for _ in range(count)]
+    values: list[np.ndarray] = []  # per block, (rows, lines): the lines' pixels, 256 where not ink
     beside = np.zeros((2, count))
     rows = 0
     for k, (start, stop) in enumerate(lines.bounds):
         block = gray[offset + start: offset + stop]
         rows += block.shape[0]
-        for j, column in enumerate((lines.columns + int(lines.offsets[k]) + line_offset).tolist()):
-            if 0 <= column < width:
-                values = block[:, column]
-                pixels[j].append(values[values <= below[column]])
-            for side, other in enumerate((column - 1, column + 1)):
-                if 0 <= other < width:
-                    beside[side, j] += int((block[:, other] <= below[other]).sum())
-    tones = np.array([float(np.median(np.concatenate(p))) if sum(v.size for v in p) else 255.0 for p in pixels])
+        columns = lines.columns + int(lines.offsets[k]) + line_offset
+        inside = (columns >= 0) & (columns < width)
+        at = np.clip(columns, 0, width - 1)
+        pixels = block[:, at].astype(np.int16)
+        values.append(np.where((pixels <= below[at][None, :]) & inside[None, :], pixels, 256))
+        for side, other in enumerate((columns - 1, columns + 1)):
+            ok = (other >= 0) & (other < width)
+            near = np.clip(other, 0, width - 1)
+            beside[side] += np.where(ok, (block[:, near] <= below[near][None, :]).sum(axis=0), 0)
+    stacked = np.concatenate(values).astype(np.float64)
+    stacked[stacked > 255] = np.nan
+    inked = ~np.isnan(stacked).all(axis=0)
+    tones = np.full(count, 255.0)
+    if inked.any():
+        tones[inked] = np.nanmedian(stacked[:, inked], axis=0)
     return tones, beside[0] / max(rows, 1), beside[1] / max(rows, 1)
 
 
