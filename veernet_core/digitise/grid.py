@@ -173,14 +173,16 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
     profiles = np.stack([(ink[a:z] & counted[a:z, None]).sum(axis=0) for a, z in bounds]).astype(np.float64)
     offsets = np.zeros(blocks, dtype=np.int64)
     middle = blocks // 2
+    each = np.zeros_like(profiles)  # each block's profile lined up
+    each[middle] = profiles[middle]
     lined = profiles[middle].copy()  # the blocks lined up so far, summed
     for b in [*range(middle + 1, blocks), *range(middle - 1, -1, -1)]:  # out from the middle block
         ref = b - 1 if b > middle else b + 1
         fits = [float(np.dot(shifted(profiles[b], int(offsets[ref]) + d), lined)) for d in range(-STEP, STEP + 1)]
         best = max(range(len(fits)), key=lambda k: (fits[k], -abs(k - STEP)))  # ties stay put
         offsets[b] = offsets[ref] + best - STEP
-        lined += shifted(profiles[b], int(offsets[b]))
-    each = np.stack([shifted(profiles[b], int(offsets[b])) for b in range(blocks)])
+        each[b] = shifted(profiles[b], int(offsets[b]))
+        lined += each[b]
     lined_up = each.sum(axis=0)
     need = share * total
     line = lined_up >= need
@@ -229,9 +231,7 @@ def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int
         if targets.size == 0 or rows.size == 0 or targets.size == width:
             continue
         if edges is not None:
-            tones, left_share, right_share = edges
-            targets = _widened(gray[rows], below, targets, tones[inside], left_share[inside], right_share[inside],
-                               edge_share)
+            targets = _widened(edges, k, inside, targets, rows.size, width, edge_share)
             if targets.size == width:
                 continue
         free = np.ones(width, dtype=bool)
@@ -250,14 +250,24 @@ def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int
             colour[rows[:, None], targets[None, :]] = colour[rows[:, None], source]
 
 
-def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int,
-           below: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per line of `lines`, over the whole track: the median gray of its ink (255 where it has none), and the
-    share of the track's rows inked in the column left of it and right of it."""
+@dataclass(frozen=True)
+class _Edges:
+    """What `_fill` reads of the columns beside each line of `lines` (axis -1), on either side (axis -2: left,
+    right): over the whole track, and per block (axis 0)."""
+
+    tones: np.ndarray  # (lines,): the median gray of the line's own ink (255 where it has none)
+    shares: np.ndarray  # (2, lines): the share of the track's rows inked beside it
+    counts: np.ndarray  # (blocks, 2, lines): ink pixels beside it in the block
+    sums: np.ndarray  # (blocks, 2, lines): the gray of that ink, summed
+
+
+def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int, below: np.ndarray) -> _Edges:
+    """The columns beside each line, block by block and over the whole track (`_Edges`)."""
     width = gray.shape[1]
     count = len(lines.columns)
     values: list[np.ndarray] = []  # per block, (rows, lines): the lines' pixels, 256 where not ink
-    beside = np.zeros((2, count))
+    counts = np.zeros((len(lines.bounds), 2, count), dtype=np.int64)
+    sums = np.zeros_like(counts)
     rows = 0
     for k, (start, stop) in enumerate(lines.bounds):
         block = gray[offset + start: offset + stop]
@@ -270,39 +280,40 @@ def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int,
         for side, other in enumerate((columns - 1, columns + 1)):
             ok = (other >= 0) & (other < width)
             near = np.clip(other, 0, width - 1)
-            beside[side] += np.where(ok, (block[:, near] <= below[near][None, :]).sum(axis=0), 0)
+            beside = block[:, near]
+            ink = beside <= below[near][None, :]
+            counts[k, side] = np.where(ok, ink.sum(axis=0), 0)
+            sums[k, side] = np.where(ok, np.where(ink, beside, 0).sum(axis=0), 0)
     stacked = np.concatenate(values).astype(np.float64)
     stacked[stacked > 255] = np.nan
     inked = ~np.isnan(stacked).all(axis=0)
     tones = np.full(count, 255.0)
     if inked.any():
         tones[inked] = np.nanmedian(stacked[:, inked], axis=0)
-    return tones, beside[0] / max(rows, 1), beside[1] / max(rows, 1)
+    return _Edges(tones, counts.sum(axis=0) / max(rows, 1), counts, sums)
 
 
-def _widened(block: np.ndarray, below: np.ndarray, targets: np.ndarray, tones: np.ndarray, left_share: np.ndarray,
-             right_share: np.ndarray, edge_share: float) -> np.ndarray:
-    """A block's depth-line columns `targets` with the columns beside them that are the lines' ragged or
-    blurred edges here: inked over RAGGED_SHARE of the block's rows, their ink in the block no darker than
-    the median of their line's (`tones`), and the column on that side of the line inked over EDGE_SHARE of
-    the whole track (`left_share`, `right_share`), where the next four columns beyond are not a line's. On a
-    dense grid (a line every 3 px) the edges took every column, and a curve crossing it with them (an
-    independent renderer's 1-bit log lost 81 % of its curves' ink); on one of a line every 4 px, a third of
-    a 1-bit curve's ink beside the lines. A curve's stroke beside a line is darker
-    than a gray grid, or lies beside the line over a stretch of the track only, and stays."""
-    ink = block <= below[None, :]
-    count = ink.sum(axis=0)
-    tone = np.where(ink, block, 0).sum(axis=0) / np.maximum(count, 1)
-    width = block.shape[1]
+def _widened(edges: _Edges, k: int, inside: np.ndarray, targets: np.ndarray, rows: int, width: int,
+             edge_share: float) -> np.ndarray:
+    """Block k's depth-line columns `targets` (the lines of `inside`) with the columns beside them that are
+    the lines' ragged or blurred edges here: inked over RAGGED_SHARE of the block's `rows`, their ink in the
+    block no darker than the median of their line's, and the column on that side of the line inked over
+    `edge_share` of the whole track, where the next four columns beyond are not a line's. On a dense grid (a
+    line every 3 px) the edges took every column, and a curve crossing it with them (an independent
+    renderer's 1-bit log lost 81 % of its curves' ink); on one of a line every 4 px, a third of a 1-bit
+    curve's ink beside the lines. A curve's stroke beside a line is darker than a gray grid, or lies beside
+    the line over a stretch of the track only, and stays."""
     on = np.zeros(width, dtype=bool)
     on[targets] = True
     own = on.copy()  # the lines' own columns
-    for side, share in ((-1, left_share), (1, right_share)):
-        beside = targets + side
-        ok = (beside >= 0) & (beside < width) & (share >= edge_share)
-        for further in range(2 * side, 6 * side, side):  # four columns beyond it off any line: not on a dense grid
+    tones = edges.tones[inside]
+    for side, step in enumerate((-1, 1)):
+        beside = targets + step
+        count, total = edges.counts[k, side][inside], edges.sums[k, side][inside]
+        ok = (beside >= 0) & (beside < width) & (edges.shares[side][inside] >= edge_share)
+        for further in range(2 * step, 6 * step, step):  # four columns beyond it off any line: not on a dense grid
             past = targets + further
             ok &= (past < 0) | (past >= width) | ~own[np.clip(past, 0, width - 1)]
-        line, beside = tones[ok], beside[ok]
-        on[beside[(count[beside] >= RAGGED_SHARE * block.shape[0]) & (tone[beside] >= line)]] = True
+        ok &= (count >= RAGGED_SHARE * rows) & (total / np.maximum(count, 1) >= tones)
+        on[beside[ok]] = True
     return np.flatnonzero(on)
