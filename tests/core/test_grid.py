@@ -165,6 +165,40 @@ def test_a_curve_running_along_a_border_stays_when_the_border_comes_off(bilevel:
         assert inked[band & ~curve].mean() < 0.01, f"the border at row {edge} is paper again"
 
 
+def test_a_bilevel_border_ragged_on_both_sides_comes_off_whole_and_a_curve_crossing_it_stays() -> None:
+    """A 1-bit scan's 3-px border whose threshold left a ragged row either side of it: short runs over 30 %
+    of the width, as on the page generator's 1-bit pages. A 1-bit row has no tint to tell a blurred edge by,
+    so the ragged rows were copied over the border (the darker of the two rows beside it), and half the
+    border stayed at the track's edge, where a curve alone in its track was traced along it. The border
+    comes off with its ragged rows; a curve crossing it goes on through it."""
+    rng = np.random.default_rng(12)
+    scan = np.full((HEIGHT, WIDTH), 255, dtype=np.uint8)
+    for edge in (TOP, BOTTOM):
+        scan[edge - 1 : edge + 2] = 0
+        for r in (edge - 2, edge + 2):
+            c = 0
+            while c < WIDTH:
+                c += int(rng.integers(1, 14))
+                run = int(rng.integers(1, 6))
+                scan[r, c : c + run] = 0
+                c += run
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    curve[BOTTOM - 40 : BOTTOM + 10, 900:902] = True  # a steep stroke through the bottom border and past it
+    centre = (TOP + BOTTOM) / 2 + 150 * np.sin(np.arange(WIDTH) / 60.0)
+    for c in range(1, WIDTH):  # a curve across the track, joined column to column
+        a, b = sorted((int(round(centre[c - 1])), int(round(centre[c]))))
+        curve[a : b + 1, c] = True
+    scan[curve] = 0
+    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
+    inked = gray == 0
+    for edge in (TOP, BOTTOM):
+        band = np.zeros_like(curve)
+        band[edge - 2 : edge + 3] = True
+        band[:, 897:905] = False
+        assert inked[band].mean() < 0.01, f"the border at row {edge} and its ragged rows are paper again"
+    assert inked[curve].mean() > 0.95
+
+
 def test_a_bilevel_grid_ragged_by_its_threshold_comes_off_under_a_busy_curve() -> None:
     """A 1-bit scan of a depth grid of 1-px lines a fraction of a pixel off the pixel grid and a quarter of
     a degree off the scan's columns: thresholded, each line is 1 px wide on some rows and 2 on others. Over
@@ -199,6 +233,39 @@ def test_a_bilevel_grid_ragged_by_its_threshold_comes_off_under_a_busy_curve() -
     # ink as far as the pixels tell, and goes with it (the tracer bridges such a gap between its ends).
     assert inked[curve].mean() > 0.85
     assert (inked & curve).any(axis=0).mean() > 0.95
+
+
+def test_bilevel_value_lines_two_rows_wide_over_stretches_come_off_and_a_stroke_along_one_stays() -> None:
+    """A 1-bit scan whose value lines wander half a pixel along their length, as a page made upright leaves
+    them: thresholded, each is one row wide on some stretches and two on others. The fill copied the second
+    row into the line as a curve's ink, and half of every line stayed. They come off with their ragged rows;
+    a 2-px curve running right beside one of them for a quarter of the width (found with it as a line two
+    rows wide), and a curve swinging across them, stay."""
+    rng = np.random.default_rng(21)
+    rows = np.arange(HEIGHT)[:, None]
+    cols = np.arange(WIDTH)[None, :]
+    darkness = np.zeros((HEIGHT, WIDTH))
+    values = list(range(TOP + 50, BOTTOM, 50))
+    for y in [TOP, *values, BOTTOM]:
+        darkness = np.maximum(darkness, np.exp(-0.5 * ((rows - y - 0.5 * np.sin(cols / 70.0)) / 0.5) ** 2))
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    along = values[3]
+    curve[along + 1 : along + 3, 400:700] = True  # a 2-px stroke along a value line, right beside it
+    curve[along + 3 : along + 120, 699:701] = True  # and away from it
+    centre = (TOP + BOTTOM) / 2 + 150 * np.sin(np.arange(WIDTH) / 60.0)
+    for c in range(1, WIDTH):
+        a, b = sorted((int(round(centre[c - 1])), int(round(centre[c]))))
+        curve[a : b + 2, c] = True
+    darkness[curve] = 1.0
+    scan = np.where(darkness + rng.normal(0, 0.03, darkness.shape) > 0.5, 0, 255).astype(np.uint8)
+    lines = (scan == 0) & ~curve
+    lines[: TOP + 3] = lines[BOTTOM - 2 :] = False  # the borders are the test above's
+    near = np.any([np.roll(curve, d, axis=0) for d in range(-3, 4)], axis=0)  # where the fill carries a crossing
+    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
+    inked = gray == 0
+    assert (inked & lines & ~near).sum() < 0.06 * (lines & ~near).sum(), "the value lines are paper again"
+    assert inked[along + 1 : along + 3, 400:700].mean() > 0.95, "the stroke along a line stays"
+    assert (inked & curve).any(axis=0).mean() > 0.99
 
 
 @pytest.mark.parametrize(("page", "index", "bitonal"), [(7, 1, False), (13, 0, True)])

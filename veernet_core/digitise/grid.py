@@ -27,7 +27,8 @@ lined up a whole line off.
 
 A pixel on a line takes the darker of the nearest pixels beside the line on either side where that one is
 ink (a curve crossing the line goes on through it), else the lighter one (paper); the same pixel in colour.
-A depth line's ragged or blurred edge is taken with it (`_fill`). Where a curve runs down a line, or
+A depth line's ragged or blurred edge is taken with it (`_fill`), and on a thresholded 1-bit scan a value
+line's ragged edge and a border's ragged rows too. Where a curve runs down a line, or
 beside it over a block in a 1-bit scan, nothing in the pixels tells its ink from the line's, and it goes
 with the line; the tracer bridges the gap between the stroke's ends.
 """
@@ -73,15 +74,16 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
     ink = gray <= below[None, :]
     across = ink[first:last].mean(axis=1) >= ACROSS_SHARE
     depth = find_lines(ink[first:last], DEPTH_SHARE, across)
+    # On a thresholded 1-bit scan a line is ragged: its edge is inked beside it over stretches only.
+    ragged = one_bit_kind(gray[first:last]) == "threshold"
     out, out_colour = gray, colour
     if depth is not None:
         out, out_colour = gray.copy(), None if colour is None else colour.copy()
-        # On a thresholded 1-bit scan a line's ragged edge may lie beside it over a short stretch only.
-        thresholded = one_bit_kind(gray[first:last]) == "threshold"
-        _fill(out, out_colour, depth, first, 0, below, across=False, edge_share=0.0 if thresholded else EDGE_SHARE)
+        _fill(out, out_colour, depth, first, 0, below, across=False,
+              edge_share=0.0 if ragged else EDGE_SHARE)
         ink = out <= below[None, :]
     # The borders first, whole: a value line's fill lined up a row off a thick border copies its ink beside it.
-    taken, out_colour = _borders_off(out, out_colour, top, bottom, below)
+    taken, out_colour = _borders_off(out, out_colour, top, bottom, below, ragged)
     if taken is not out:
         out, ink = taken, taken <= below[None, :]
     lo, hi = max(0, first - 2), min(gray.shape[0], last + 2)  # about the track, its borders included
@@ -92,7 +94,7 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
         # Ink along a value line: darker than its column's median (over the scan's rows) by MIN_DARKNESS.
         column_ink = np.median(out, axis=0) - MIN_DARKNESS
         _fill(out.T, None if out_colour is None else out_colour.transpose(1, 0, 2), value, 0, lo, column_ink,
-              across=True)
+              across=True, edge_share=0.0 if ragged else None)
     return out, out_colour
 
 
@@ -103,17 +105,23 @@ BORDER_HALO = 0.25  # of the scan's width: a row beside a border line inked this
 # along the border inks runs of the row and leaves its median on the paper (0 on a held-out 1-bit log, its
 # share 0.2-0.4).
 HALO_TINT = MIN_DARKNESS / 3
+# On a thresholded 1-bit scan a row has no tint to tell: a border's ragged edge inks the rows beside its run
+# on both sides, each over this share of the width (0.22-0.28 on the page generator's 1-bit pages), where a
+# curve held along the border inks the one row inside the track.
+RAGGED_HALO = 0.15
 
 
 def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom: float,
-                 below: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+                 below: np.ndarray, ragged: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """The track's two border lines taken off whole (a copy where one is found; the inputs as they are): at
     each calibrated edge, the run of rows nearest it within BORDER_REACH whose ink covers VALUE_SHARE of the
     scan's width, with its blurred edges (rows beside it inked over BORDER_HALO and tinted across by
     HALO_TINT), replaced per column from the rows just outside the run (the darker where that one is ink: a
     curve crossing the border goes on through it). Taken off as value lines, a 2-3 px border blurred over 4
     rows was lined up a row off in some blocks and its ink copied beside it, and a curve alone in a page's
-    track was traced along what was left (bench/README.md, 2026-11-29)."""
+    track was traced along what was left (bench/README.md, 2026-11-29). On a thresholded (`ragged`) 1-bit
+    scan the rows either side of the run are taken with it where both are inked over RAGGED_HALO of the
+    width: copied over it, they left half the border standing at the track's edge."""
     out, out_colour = gray, colour
     height = gray.shape[0]
     paper = below + MIN_DARKNESS
@@ -134,6 +142,8 @@ def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom
             lo -= 1
         while hi + 1 in halo:
             hi += 1
+        if ragged and share.get(lo - 1, 0.0) >= RAGGED_HALO and share.get(hi + 1, 0.0) >= RAGGED_HALO:
+            lo, hi = lo - 1, hi + 1
         above, under = max(0, lo - 1), min(height - 1, hi + 1)
         if out is gray:
             out, out_colour = gray.copy(), None if colour is None else colour.copy()
@@ -202,11 +212,12 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
 
 
 RAGGED_SHARE = 0.25  # of a block's rows: a column beside a depth line inked this much there may be its edge
+BEYOND_SHARE = 0.1  # of a block's rows: the column past a value line's ragged edge is inked under this
 EDGE_SHARE = 0.2  # ... if it is inked over this much of the whole track beside that line, as a line's edge is
 
 
 def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int, line_offset: int,
-          below: np.ndarray, across: bool, edge_share: float = EDGE_SHARE) -> None:
+          below: np.ndarray, across: bool, edge_share: float | None = EDGE_SHARE) -> None:
     """In place: the pixels of `lines` (found on the image from row `offset` and column `line_offset`)
     replaced, block by block, from the nearest columns off the lines either side. `below` is the gray at or
     under which a pixel is ink, per column of the scan: of `gray`'s columns, or of its rows where `gray` is
@@ -219,10 +230,16 @@ def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int
     stroke's rows, and where that column joins the line it is copied back from the column beyond.
     `edge_share`: how much of the whole track the column on a side of a line must ink to be taken as its
     edge (EDGE_SHARE on a gray scan, where a blurred edge runs all along the line and a light curve's stroke
-    beside it does not; none on a thresholded 1-bit one, whose lines are ragged over stretches)."""
+    beside it does not; none on a thresholded 1-bit one, whose lines are ragged over stretches); None: the
+    lines are not widened.
+
+    Value lines are widened on thresholded 1-bit scans only (`thin` in `_widened`): a page made upright
+    leaves a 1-px line wandering half a pixel, two rows wide over stretches, and a third of every such line
+    stayed (bench/README.md, 2026-11-29). On gray scans, widening them took curves running beside them, which
+    logs draw often, and read the logs worse."""
     width = gray.shape[1]
     index = np.arange(width)
-    edges = None if across else _edges(gray, lines, offset, line_offset, below)
+    edges = None if edge_share is None else _edges(gray, lines, offset, line_offset, below, across)
     for k, (start, stop) in enumerate(lines.bounds):
         targets = lines.columns + int(lines.offsets[k]) + line_offset
         inside = (targets >= 0) & (targets < width)
@@ -230,8 +247,8 @@ def _fill(gray: np.ndarray, colour: np.ndarray | None, lines: Lines, offset: int
         rows = np.arange(offset + start, min(offset + stop, gray.shape[0]))
         if targets.size == 0 or rows.size == 0 or targets.size == width:
             continue
-        if edges is not None:
-            targets = _widened(edges, k, inside, targets, rows.size, width, edge_share)
+        if edges is not None and edge_share is not None:
+            targets = _widened(edges, k, inside, targets, rows.size, width, edge_share, thin=across)
             if targets.size == width:
                 continue
         free = np.ones(width, dtype=bool)
@@ -259,50 +276,69 @@ class _Edges:
     shares: np.ndarray  # (2, lines): the share of the track's rows inked beside it
     counts: np.ndarray  # (blocks, 2, lines): ink pixels beside it in the block
     sums: np.ndarray  # (blocks, 2, lines): the gray of that ink, summed
+    beyond: np.ndarray  # (blocks, 2, lines): ink pixels in the block two columns off it (value lines only)
 
 
-def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int, below: np.ndarray) -> _Edges:
-    """The columns beside each line, block by block and over the whole track (`_Edges`)."""
+def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int, below: np.ndarray,
+           across: bool = False) -> _Edges:
+    """The columns beside each line, block by block and over the whole track (`_Edges`); `across`: `gray` is
+    the scan turned (value lines), and `below` per row of it; only then are the columns two off read."""
     width = gray.shape[1]
     count = len(lines.columns)
     values: list[np.ndarray] = []  # per block, (rows, lines): the lines' pixels, 256 where not ink
     counts = np.zeros((len(lines.bounds), 2, count), dtype=np.int64)
     sums = np.zeros_like(counts)
+    beyond = np.zeros_like(counts)
     rows = 0
     for k, (start, stop) in enumerate(lines.bounds):
         block = gray[offset + start: offset + stop]
         rows += block.shape[0]
+        rows_below = below[offset + start: offset + stop] if across else None
         columns = lines.columns + int(lines.offsets[k]) + line_offset
         inside = (columns >= 0) & (columns < width)
         at = np.clip(columns, 0, width - 1)
-        pixels = block[:, at].astype(np.int16)
-        values.append(np.where((pixels <= below[at][None, :]) & inside[None, :], pixels, 256))
-        for side, other in enumerate((columns - 1, columns + 1)):
+        own = _inked(block, at, below, rows_below) & inside[None, :]
+        values.append(np.where(own, block[:, at].astype(np.int16), 256))
+        for side, step in enumerate((-1, 1)):
+            other = columns + step
             ok = (other >= 0) & (other < width)
             near = np.clip(other, 0, width - 1)
-            beside = block[:, near]
-            ink = beside <= below[near][None, :]
+            ink = _inked(block, near, below, rows_below)
             counts[k, side] = np.where(ok, ink.sum(axis=0), 0)
-            sums[k, side] = np.where(ok, np.where(ink, beside, 0).sum(axis=0), 0)
+            sums[k, side] = np.where(ok, np.where(ink, block[:, near], 0).sum(axis=0), 0)
+            if across:
+                past = columns + 2 * step
+                far = _inked(block, np.clip(past, 0, width - 1), below, rows_below).sum(axis=0)
+                beyond[k, side] = np.where((past >= 0) & (past < width), far, 0)
     stacked = np.concatenate(values).astype(np.float64)
     stacked[stacked > 255] = np.nan
     inked = ~np.isnan(stacked).all(axis=0)
     tones = np.full(count, 255.0)
     if inked.any():
         tones[inked] = np.nanmedian(stacked[:, inked], axis=0)
-    return _Edges(tones, counts.sum(axis=0) / max(rows, 1), counts, sums)
+    return _Edges(tones, counts.sum(axis=0) / max(rows, 1), counts, sums, beyond)
+
+
+def _inked(block: np.ndarray, cols: np.ndarray, below: np.ndarray, rows_below: np.ndarray | None) -> np.ndarray:
+    """(rows, cols): whether each pixel of the block's columns `cols` is ink: at or under `below` per column,
+    or, where the block is of a turned scan, `rows_below` per row."""
+    limit = below[cols][None, :] if rows_below is None else rows_below[:, None]
+    return block[:, cols] <= limit
 
 
 def _widened(edges: _Edges, k: int, inside: np.ndarray, targets: np.ndarray, rows: int, width: int,
-             edge_share: float) -> np.ndarray:
-    """Block k's depth-line columns `targets` (the lines of `inside`) with the columns beside them that are
+             edge_share: float, thin: bool = False) -> np.ndarray:
+    """Block k's line columns `targets` (the lines of `inside`) with the columns beside them that are
     the lines' ragged or blurred edges here: inked over RAGGED_SHARE of the block's `rows`, their ink in the
     block no darker than the median of their line's, and the column on that side of the line inked over
     `edge_share` of the whole track, where the next four columns beyond are not a line's. On a dense grid (a
     line every 3 px) the edges took every column, and a curve crossing it with them (an independent
     renderer's 1-bit log lost 81 % of its curves' ink); on one of a line every 4 px, a third of a 1-bit
     curve's ink beside the lines. A curve's stroke beside a line is darker than a gray grid, or lies beside
-    the line over a stretch of the track only, and stays."""
+    the line over a stretch of the track only, and stays. `thin` (value lines on a 1-bit scan): a column is
+    taken only where the one beyond it is paper over all but BEYOND_SHARE of the block (a 2-px stroke along
+    the line inks it; a 1-px ragged edge does not), and not beside a line found two columns wide (a line
+    with a stroke along it)."""
     on = np.zeros(width, dtype=bool)
     on[targets] = True
     own = on.copy()  # the lines' own columns
@@ -315,5 +351,10 @@ def _widened(edges: _Edges, k: int, inside: np.ndarray, targets: np.ndarray, row
             past = targets + further
             ok &= (past < 0) | (past >= width) | ~own[np.clip(past, 0, width - 1)]
         ok &= (count >= RAGGED_SHARE * rows) & (total / np.maximum(count, 1) >= tones)
+        if thin:  # a 1-px ragged edge: the column beyond it is paper where a 2-px stroke along the line inks it,
+            # and a line found two columns wide (a line and a stroke along it) is not widened further
+            ok &= edges.beyond[k, side][inside] <= BEYOND_SHARE * rows
+            back = targets - step
+            ok &= (back < 0) | (back >= width) | ~own[np.clip(back, 0, width - 1)]
         on[beside[ok]] = True
     return np.flatnonzero(on)
