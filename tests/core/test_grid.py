@@ -268,6 +268,36 @@ def test_bilevel_value_lines_two_rows_wide_over_stretches_come_off_and_a_stroke_
     assert (inked & curve).any(axis=0).mean() > 0.99
 
 
+def test_bilevel_depth_lines_broken_in_bands_by_the_threshold_are_found_and_come_off() -> None:
+    """A 1-bit scan whose threshold broke every depth line in three bands of 30 rows (a lighter stretch of
+    the paper), as on the page generator's page 6: each line inks 77 % of the track's rows, under the share a
+    line must ink, and none was found. The bands are left out of the count; the lines come off and a curve
+    swinging across them stays."""
+    rng = np.random.default_rng(31)
+    scan = np.full((HEIGHT, WIDTH), 255, dtype=np.uint8)
+    grid = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    grid[TOP:BOTTOM + 1, 7::12] = True
+    for start in (TOP + 60, TOP + 170, TOP + 300):
+        grid[start : start + 30] = False
+    grid[TOP:BOTTOM + 1] &= rng.random((BOTTOM + 1 - TOP, WIDTH)) > 0.02  # and a pixel here and there
+    scan[grid] = 0
+    scan[TOP - 1 : TOP + 1] = scan[BOTTOM : BOTTOM + 2] = 0
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    centre = (TOP + BOTTOM) / 2 + 120 * np.sin(np.arange(WIDTH) / 90.0)
+    for c in range(1, WIDTH):
+        a, b = sorted((int(round(centre[c - 1])), int(round(centre[c]))))
+        curve[a : b + 2, c] = True
+    scan[curve] = 0
+    lines = grid & ~curve
+    near = np.any([np.roll(curve, d, axis=1) for d in range(-2, 3)], axis=0)  # where the fill carries a crossing
+    assert grid[TOP + 2 : BOTTOM - 1, 7].mean() < 0.8
+    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
+    inked = gray == 0
+    assert (inked & lines & ~near).sum() < 0.03 * (lines & ~near).sum(), "the depth lines are paper again"
+    assert inked[curve].mean() > 0.9
+    assert (inked & curve).any(axis=0).mean() > 0.98
+
+
 @pytest.mark.parametrize(("page", "index", "bitonal"), [(7, 1, False), (13, 0, True)])
 def test_a_generated_page_tracks_depth_lines_come_off(page: int, index: int, bitonal: bool) -> None:
     """A track of a page from the page generator (seed 5150, held out from training), made upright and cut

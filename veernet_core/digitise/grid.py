@@ -171,7 +171,10 @@ def shifted(profile: np.ndarray, by: int) -> np.ndarray:
 
 def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) -> Lines | None:
     """The lines running along axis 0 of `ink` (L, N) whose lined-up column inks `share` of the pixels
-    along L not in `skip`; None where there are none (or too few blocks to tell)."""
+    along L not in `skip`; None where there are none (or too few blocks to tell). Blocks where nearly every
+    line is missing (a band of a 1-bit scan where the threshold broke them all, as on a lighter stretch of
+    paper) are left out of that count, up to BROKEN_SHARE of it: with them, the lines of one generated 1-bit
+    page inked 80-82 % of the track, and none was found on some tracks (bench/README.md, 2026-11-29)."""
     length = ink.shape[0]
     counted = np.ones(length, dtype=bool) if skip is None else ~skip
     size = max(4, min(BLOCK, length // 4))
@@ -194,6 +197,16 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
         each[b] = shifted(profiles[b], int(offsets[b]))
         lined += each[b]
     lined_up = each.sum(axis=0)
+    # Bands where a 1-bit scan's threshold broke every line (the lines' candidates, inking half the pixels,
+    # nearly all paper in the block) are left out of the count: a line inks `share` of the rest.
+    rows = np.array([int(counted[a:z].sum()) for a, z in bounds])
+    candidates = lined_up >= 0.5 * total
+    if candidates.sum() >= BROKEN_LINES:
+        seen = (each[:, candidates] >= 0.5 * np.maximum(rows, 1)[:, None]).mean(axis=1)
+        broken = (seen < BROKEN_SEEN) & (rows > 0)
+        if 0 < rows[broken].sum() <= BROKEN_SHARE * total:
+            total -= int(rows[broken].sum())
+            lined_up = each[~broken].sum(axis=0)
     need = share * total
     line = lined_up >= need
     # A line the blocks' whole-pixel offsets leave split over two lined-up columns (a slanted line at half a
@@ -211,6 +224,9 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
     return Lines(bounds, offsets, columns) if columns.size else None
 
 
+BROKEN_LINES = 4  # lines' candidates a track needs before a band without them is taken as broken by its threshold
+BROKEN_SEEN = 0.25  # ... where fewer than this share of them are seen in a block
+BROKEN_SHARE = 0.25  # ... over at most this share of the pixels counted
 RAGGED_SHARE = 0.25  # of a block's rows: a column beside a depth line inked this much there may be its edge
 BEYOND_SHARE = 0.1  # of a block's rows: the column past a value line's ragged edge is inked under this
 EDGE_SHARE = 0.2  # ... if it is inked over this much of the whole track beside that line, as a line's edge is
