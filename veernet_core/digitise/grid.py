@@ -173,8 +173,8 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
     """The lines running along axis 0 of `ink` (L, N) whose lined-up column inks `share` of the pixels
     along L not in `skip`; None where there are none (or too few blocks to tell). Blocks where nearly every
     line is missing (a band of a 1-bit scan where the threshold broke them all, as on a lighter stretch of
-    paper) are left out of that count, up to BROKEN_SHARE of it: with them, the lines of one generated 1-bit
-    page inked 80-82 % of the track, and none was found on some tracks (bench/README.md, 2026-11-29)."""
+    paper) are left out of that count, up to BROKEN_SHARE of it: counted, they left many lines of a generated
+    1-bit page just under DEPTH_SHARE, and those lines stayed (bench/README.md, 2026-11-29)."""
     length = ink.shape[0]
     counted = np.ones(length, dtype=bool) if skip is None else ~skip
     size = max(4, min(BLOCK, length // 4))
