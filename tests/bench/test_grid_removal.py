@@ -55,3 +55,25 @@ def test_a_light_dotted_curve_under_a_dense_skewed_grid_is_read_once_the_grid_is
 def test_grid_none_is_refused_for_the_training_generator() -> None:
     with pytest.raises(SystemExit, match="--grid none"):
         digitise_eval.main(["--grid", "none", "--logs", "1"])
+
+
+def test_grid_left_counts_a_grid_left_on_as_staying_and_the_services_removal_takes_most_of_it(monkeypatch) -> None:
+    """bench/grid_left.py on one generated 1-bit page (page 2 of its default seed): with the grid left on,
+    every line it measures stays; through `without_grid`, the borders and value lines come off and nine
+    depth lines in ten."""
+    import grid_left
+
+    from veernet_core.digitise import grid
+    from veernet_core.page_synth import generate_page
+
+    assert generate_page(5150, 2).spec.scan.bitonal
+    taken = grid_left.measure(5150, range(2, 3))
+    monkeypatch.setattr(grid, "without_grid", lambda gray, colour, top, bottom: (gray, colour))
+    left_on = grid_left.measure(5150, range(2, 3))
+    for kind in ("depth_lines", "value_lines", "borders"):
+        lines, staying = left_on[kind]["all"]
+        assert lines > 0 and staying == lines, kind
+        assert taken[kind]["all"][0] == lines  # the same lines measured
+    assert taken["borders"]["all"][1] == 0
+    assert taken["value_lines"]["all"][1] <= 0.1 * taken["value_lines"]["all"][0]
+    assert taken["depth_lines"]["all"][1] <= 0.1 * taken["depth_lines"]["all"][0]
