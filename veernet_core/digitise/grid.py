@@ -73,7 +73,15 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
     below = paper_gray(gray[first:last]) - MIN_DARKNESS  # per column: a pixel at or under this is ink
     ink = gray <= below[None, :]
     across = ink[first:last].mean(axis=1) >= ACROSS_SHARE
-    depth = find_lines(ink[first:last], DEPTH_SHARE, across)
+    # How much darker than the paper each pixel is, to line the blocks up by, at most the median of the
+    # track's ink (mostly its grid's): uncapped, a dark curve outweighed a faint grid's lines, and on held-out
+    # generator logs the blocks walked off them (bench/README.md, 2026-11-29).
+    paper = (below + MIN_DARKNESS).astype(np.float32)
+    darkness = np.clip(paper[None, :] - gray[first:last], 0.0, None)
+    inked = darkness[ink[first:last]]
+    if inked.size:
+        np.minimum(darkness, float(np.median(inked)), out=darkness)
+    depth = find_lines(ink[first:last], DEPTH_SHARE, across, darkness)
     # On a thresholded 1-bit scan a line is ragged: its edge is inked beside it over stretches only.
     ragged = one_bit_kind(gray[first:last]) == "threshold"
     out, out_colour = gray, colour
@@ -169,7 +177,8 @@ def shifted(profile: np.ndarray, by: int) -> np.ndarray:
     return out
 
 
-def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) -> Lines | None:
+def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None,
+               darkness: np.ndarray | None = None) -> Lines | None:
     """The lines running along axis 0 of `ink` (L, N) whose lined-up column inks `share` of the pixels
     along L not in `skip`; None where there are none (or too few blocks to tell). Blocks where nearly every
     line is missing (a band of a 1-bit scan where the threshold broke them all, as on a lighter stretch of
@@ -184,18 +193,23 @@ def find_lines(ink: np.ndarray, share: float, skip: np.ndarray | None = None) ->
         return None
     bounds = [(b * size, (b + 1) * size if b < blocks - 1 else length) for b in range(blocks)]
     profiles = np.stack([(ink[a:z] & counted[a:z, None]).sum(axis=0) for a, z in bounds]).astype(np.float64)
+    # Blocks are lined up by their ink's `darkness` where it is given: a gray line half a pixel off the
+    # columns inks two of them, the darker one nearer its centre. Lined up by the ink alone, such blocks of a
+    # generated page were put a column off, and the fill took the lighter column (bench/README.md, 2026-11-29).
+    weights = profiles if darkness is None else np.stack(
+        [np.where(ink[a:z] & counted[a:z, None], darkness[a:z], 0.0).sum(axis=0) for a, z in bounds])
     offsets = np.zeros(blocks, dtype=np.int64)
     middle = blocks // 2
     each = np.zeros_like(profiles)  # each block's profile lined up
     each[middle] = profiles[middle]
-    lined = profiles[middle].copy()  # the blocks lined up so far, summed
+    lined = weights[middle].copy()  # the blocks lined up so far, summed (their darkness)
     for b in [*range(middle + 1, blocks), *range(middle - 1, -1, -1)]:  # out from the middle block
         ref = b - 1 if b > middle else b + 1
-        fits = [float(np.dot(shifted(profiles[b], int(offsets[ref]) + d), lined)) for d in range(-STEP, STEP + 1)]
+        fits = [float(np.dot(shifted(weights[b], int(offsets[ref]) + d), lined)) for d in range(-STEP, STEP + 1)]
         best = max(range(len(fits)), key=lambda k: (fits[k], -abs(k - STEP)))  # ties stay put
         offsets[b] = offsets[ref] + best - STEP
         each[b] = shifted(profiles[b], int(offsets[b]))
-        lined += each[b]
+        lined += shifted(weights[b], int(offsets[b]))
     lined_up = each.sum(axis=0)
     # Bands where a 1-bit scan's threshold broke every line (the lines' candidates, inking half the pixels,
     # nearly all paper in the block) are left out of the count: a line inks `share` of the rest.
