@@ -243,6 +243,11 @@ BROKEN_SEEN = 0.25  # ... where fewer than this share of them are seen in a bloc
 BROKEN_SHARE = 0.25  # ... over at most this share of the pixels counted
 RAGGED_SHARE = 0.25  # of a block's rows: a column beside a depth line inked this much there may be its edge
 BEYOND_SHARE = 0.1  # of a block's rows: the column past a value line's ragged edge is inked under this
+# A line's tone is this percentile of its own ink's gray. Where it lies half a pixel off the columns over
+# stretches of the track, its own column is light there and its neighbour the line's darker half, which the
+# median tone took for a curve beside the line and left (held-out logs 11.116 -> 10.867 % and 4.851 -> 4.833 %
+# with the first quartile; bench/README.md, 2026-11-29).
+TONE_PERCENTILE = 25
 EDGE_SHARE = 0.2  # ... if it is inked over this much of the whole track beside that line, as a line's edge is
 
 
@@ -302,7 +307,7 @@ class _Edges:
     """What `_fill` reads of the columns beside each line of `lines` (axis -1), on either side (axis -2: left,
     right): over the whole track, and per block (axis 0)."""
 
-    tones: np.ndarray  # (lines,): the median gray of the line's own ink (255 where it has none)
+    tones: np.ndarray  # (lines,): the gray of the line's own ink, TONE_PERCENTILE (255 where it has none)
     shares: np.ndarray  # (2, lines): the share of the track's rows inked beside it
     counts: np.ndarray  # (blocks, 2, lines): ink pixels beside it in the block
     sums: np.ndarray  # (blocks, 2, lines): the gray of that ink, summed
@@ -345,7 +350,7 @@ def _edges(gray: np.ndarray, lines: Lines, offset: int, line_offset: int, below:
     inked = ~np.isnan(stacked).all(axis=0)
     tones = np.full(count, 255.0)
     if inked.any():
-        tones[inked] = np.nanmedian(stacked[:, inked], axis=0)
+        tones[inked] = np.nanpercentile(stacked[:, inked], TONE_PERCENTILE, axis=0)
     return _Edges(tones, counts.sum(axis=0) / max(rows, 1), counts, sums, beyond)
 
 
@@ -360,7 +365,7 @@ def _widened(edges: _Edges, k: int, inside: np.ndarray, targets: np.ndarray, row
              edge_share: float, thin: bool = False) -> np.ndarray:
     """Block k's line columns `targets` (the lines of `inside`) with the columns beside them that are
     the lines' ragged or blurred edges here: inked over RAGGED_SHARE of the block's `rows`, their ink in the
-    block no darker than the median of their line's, and the column on that side of the line inked over
+    block no darker than their line's tone (`_Edges.tones`), and the column on that side of the line inked over
     `edge_share` of the whole track, where the next four columns beyond are not a line's. On a dense grid (a
     line every 3 px) the edges took every column, and a curve crossing it with them (an independent
     renderer's 1-bit log lost 81 % of its curves' ink); on one of a line every 4 px, a third of a 1-bit
