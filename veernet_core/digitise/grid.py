@@ -70,14 +70,14 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float,
     first, last = max(0, int(math.floor(top))), min(gray.shape[0], int(math.ceil(bottom)) + 1)
     if last - first < 8 or gray.shape[1] < 8:
         return gray, colour
-    below = paper_gray(gray[first:last]) - MIN_DARKNESS  # per column: a pixel at or under this is ink
+    paper = paper_gray(gray[first:last])
+    below = paper - MIN_DARKNESS  # per column: a pixel at or under this is ink
     ink = gray <= below[None, :]
     across = ink[first:last].mean(axis=1) >= ACROSS_SHARE
     # How much darker than the paper each pixel is, to line the blocks up by, at most the median of the
     # track's ink (mostly its grid's): uncapped, a dark curve outweighed a faint grid's lines, and on held-out
     # generator logs the blocks walked off them (bench/README.md, 2026-11-29).
-    paper = (below + MIN_DARKNESS).astype(np.float32)
-    darkness = np.clip(paper[None, :] - gray[first:last], 0.0, None)
+    darkness = np.clip(paper.astype(np.float32)[None, :] - gray[first:last], 0.0, None)
     inked = darkness[ink[first:last]]
     if inked.size:
         np.minimum(darkness, float(np.median(inked)), out=darkness)
