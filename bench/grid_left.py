@@ -8,12 +8,15 @@ Pages come from `veernet_core.page_synth` with every option left to chance (gray
 as in bench/page_segment_eval.py. A line is measured over a band of 3 px about where the page's truth puts
 it, as the ink darker than the paper (per row for depth lines, over the track's rows; per column for value
 lines and borders, over the track's length), before and after; it "stays" where over a third of that ink is
-left. Depth lines are measured only where the scan inks at least 70 % of the track's rows in the band (a
+left. Borders are measured over 7 px (a 1-bit border wobbles a row, and its ragged edge with it). Depth
+lines are measured only where the scan inks at least 70 % of the track's rows in the band (a
 line the scan itself broke up is no line to take off). Curves crossing a line count as its ink on both sides,
 so a clean grid leaves a few per cent standing.
 
 Figures (one JSON line): `depth_lines`, `value_lines`, `borders`, each with `lines` measured, `staying`
-and `share` staying, over all pages, and per scan kind (`gray`, `one_bit`); `seconds`.
+and `share` staying, and `ink_left` (the lines' ink left, summed, over their ink before: a line that keeps
+under a third of its ink over a stretch does not stay, but what it leaves there reads as a curve), over all
+pages, and per scan kind (`gray`, `one_bit`); `seconds`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from veernet_core.page_dataset import upright  # noqa: E402
 from veernet_core.page_synth import generate_page  # noqa: E402
 
 KEEPS = 0.35  # of a line's ink: left over this, the line stays
+BORDER_BAND = 3  # rows either side of a border measured
 BROKEN = 0.7  # of the track's rows: a depth line the scan inks less than this is not measured
 
 
@@ -45,14 +49,18 @@ def _ink(paper: np.ndarray, pixels: np.ndarray) -> float:
     return float(np.clip(paper - pixels.astype(np.float64), 0, None).sum())
 
 
-def measure(seed: int, pages: range) -> dict[str, dict[str, list[int]]]:
-    """Per kind of line, per scan kind (and `all`): [lines measured, lines staying], over `pages` (indices)."""
-    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+def measure(seed: int, pages: range) -> dict[str, dict[str, list[float]]]:
+    """Per kind of line, per scan kind (and `all`): [lines measured, lines staying, their ink before, their
+    ink after], over `pages` (indices)."""
+    counts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0.0, 0.0]))
 
     def count(kind: str, scan: str, before: float, after: float) -> None:
         for key in (scan, "all"):
-            counts[kind][key][0] += 1
-            counts[kind][key][1] += int(after > KEEPS * before)
+            tally = counts[kind][key]
+            tally[0] += 1
+            tally[1] += int(after > KEEPS * before)
+            tally[2] += before
+            tally[3] += after
 
     for index in pages:
         drawn = generate_page(seed, index)
@@ -83,8 +91,9 @@ def measure(seed: int, pages: range) -> dict[str, dict[str, list[int]]]:
                     row = round(top + fraction * (bottom - top))
                     if not 2 <= row < gray.shape[0] - 2:
                         continue
-                    band = slice(row - 1, row + 2)
                     kind = "borders" if fraction in (0.0, 1.0) else "value_lines"
+                    reach = BORDER_BAND if kind == "borders" else 1
+                    band = slice(max(0, row - reach), row + reach + 1)
                     paper_along = along[None, ends]
                     count(kind, scan, _ink(paper_along, gray[band, ends]), _ink(paper_along, out[band, ends]))
     return counts
@@ -99,8 +108,9 @@ def main() -> None:
     counts = measure(args.seed, range(args.pages))
     result: dict[str, object] = {"pages": args.pages, "seed": args.seed}
     for kind in ("depth_lines", "value_lines", "borders"):
-        result[kind] = {scan: {"lines": n, "staying": s, "share": round(s / n, 4) if n else None}
-                        for scan, (n, s) in sorted(counts[kind].items())}
+        result[kind] = {scan: {"lines": int(n), "staying": int(s), "share": round(s / n, 4) if n else None,
+                               "ink_left": round(after / before, 4) if before else None}
+                        for scan, (n, s, before, after) in sorted(counts[kind].items())}
     result["seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(result))
 

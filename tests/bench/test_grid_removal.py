@@ -71,8 +71,8 @@ def test_grid_left_counts_a_grid_left_on_as_staying_and_the_services_removal_tak
     monkeypatch.setattr(grid, "without_grid", lambda gray, colour, top, bottom: (gray, colour))
     left_on = grid_left.measure(5150, range(2, 3))
     for kind in ("depth_lines", "value_lines", "borders"):
-        lines, staying = left_on[kind]["all"]
-        assert lines > 0 and staying == lines, kind
+        lines, staying, before, after = left_on[kind]["all"]
+        assert lines > 0 and staying == lines and before == after > 0, kind
         assert taken[kind]["all"][0] == lines  # the same lines measured
     assert taken["borders"]["all"][1] == 0
     assert taken["value_lines"]["all"][1] <= 0.1 * taken["value_lines"]["all"][0]

@@ -199,6 +199,44 @@ def test_a_bilevel_border_ragged_on_both_sides_comes_off_whole_and_a_curve_cross
     assert inked[curve].mean() > 0.95
 
 
+def test_a_bilevel_border_that_wobbles_a_row_comes_off_with_its_ragged_edge_on_either_side() -> None:
+    """A 1-bit scan's 4-px border that wobbles a row along the track: its ragged edge lies on one side over a
+    stretch and on the other over the next, each under RAGGED_HALO of the width (page 12 of seed 5150: 14 % and
+    8 %). Copied over the border as a curve's ink, the ragged rows left it standing four rows thick over those
+    stretches, and the page's one dotted curve was traced along it. The border comes off with its ragged edge;
+    a curve crossing it, and one held along it in the row beside it, stay."""
+    rng = np.random.default_rng(21)
+    scan = np.full((HEIGHT, WIDTH), 255, dtype=np.uint8)
+    for edge in (TOP, BOTTOM):
+        scan[edge - 1 : edge + 3] = 0
+        for start in range(0, WIDTH, 300):
+            row = edge - 2 if (start // 300) % 2 else edge + 3  # the ragged edge changes sides every 300 px
+            c = start + int(rng.integers(200, 240))
+            while c < start + 300:
+                run = int(rng.integers(1, 12))
+                scan[row, c : min(c + run, start + 300)] = 0
+                c += run + int(rng.integers(1, 5))
+        for row in (edge - 2, edge + 3):
+            assert 0.05 < (scan[row] == 0).mean() < degrid.RAGGED_HALO
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    curve[BOTTOM - 40 : BOTTOM + 10, 900:902] = True  # a steep stroke through the bottom border and past it
+    curve[TOP + 3, 320:440] = True  # a 1-px curve held along the top border, where its ragged edge is outside
+    curve[TOP + 4 : TOP + 60, 439] = True  # and away from it
+    centre = (TOP + BOTTOM) / 2 + 150 * np.sin(np.arange(WIDTH) / 60.0)
+    for c in range(1, WIDTH):  # a curve across the track, joined column to column
+        a, b = sorted((int(round(centre[c - 1])), int(round(centre[c]))))
+        curve[a : b + 1, c] = True
+    scan[curve] = 0
+    gray, _ = degrid.without_grid(scan, None, TOP + 0.5, BOTTOM + 0.5)
+    inked = gray == 0
+    for edge in (TOP, BOTTOM):
+        band = np.zeros_like(curve)
+        band[edge - 2 : edge + 4] = True
+        band[:, 897:905] = band[:, 318:442] = False  # where a curve lies against it, the border takes its ink
+        assert inked[band & ~curve].mean() < 0.01, f"the border at row {edge} and its ragged edge are paper again"
+    assert inked[curve].mean() > 0.95
+
+
 def test_a_bilevel_grid_ragged_by_its_threshold_comes_off_under_a_busy_curve() -> None:
     """A 1-bit scan of a depth grid of 1-px lines a fraction of a pixel off the pixel grid and a quarter of
     a degree off the scan's columns: thresholded, each line is 1 px wide on some rows and 2 on others. Over

@@ -129,7 +129,9 @@ def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom
     rows was lined up a row off in some blocks and its ink copied beside it, and a curve alone in a page's
     track was traced along what was left (bench/README.md, 2026-11-29). On a thresholded (`ragged`) 1-bit
     scan the rows either side of the run are taken with it where both are inked over RAGGED_HALO of the
-    width: copied over it, they left half the border standing at the track's edge."""
+    width: copied over it, they left half the border standing at the track's edge. There too, column by
+    column, the row beside the run where it is the border's ragged edge (`_stray`): a border that wobbles a row
+    leaves its edge on one side over a stretch and on the other over the next."""
     out, out_colour = gray, colour
     height = gray.shape[0]
     paper = below + MIN_DARKNESS
@@ -152,18 +154,52 @@ def _borders_off(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom
             hi += 1
         if ragged and share.get(lo - 1, 0.0) >= RAGGED_HALO and share.get(hi + 1, 0.0) >= RAGGED_HALO:
             lo, hi = lo - 1, hi + 1
-        above, under = max(0, lo - 1), min(height - 1, hi + 1)
+        cols = np.arange(out.shape[1])
+        first, last = np.full(cols.size, lo), np.full(cols.size, hi)  # per column, the rows taken off
+        if ragged:  # and the pixels of a ragged edge where the border wobbles over stretches
+            first -= _stray(out, lo - 1, lo - 2, below)
+            last += _stray(out, hi + 1, hi + 2, below)
+        above, under = np.maximum(first - 1, 0), np.minimum(last + 1, height - 1)
         if out is gray:
             out, out_colour = gray.copy(), None if colour is None else colour.copy()
-        one, two = out[above].astype(np.int64), out[under].astype(np.int64)
+        one, two = out[above, cols].astype(np.int64), out[under, cols].astype(np.int64)
         source = np.where(np.minimum(one, two) <= below, np.where(one <= two, above, under),
                           np.where(one <= two, under, above))
-        cols = np.arange(out.shape[1])
-        for r in range(lo, hi + 1):
-            out[r] = out[source, cols]
+        for r in range(int(first.min()), int(last.max()) + 1):
+            at = cols[(first <= r) & (r <= last)]
+            out[r, at] = out[source[at], at]
             if out_colour is not None:
-                out_colour[r] = out_colour[source, cols]
+                out_colour[r, at] = out_colour[source[at], at]
     return out, out_colour
+
+
+# A border that wobbles a row on a thresholded 1-bit scan leaves its ragged edge on one side over a stretch and
+# on the other over the next, each under RAGGED_HALO of the width: runs along the row beside it shorter than
+# this, with paper beyond them (page 12 of seed 5150: 14 % and 8 % of the width, runs of up to 18 px; page 6: a
+# run of 36 px at 171 dpi). Copied over the border as a curve's ink, they left it standing four rows thick over
+# those stretches, and each page's one dotted curve was traced along it. A curve held along the border in the
+# row beside it draws a longer run; a shorter one goes, and the tracer bridges it along the edge.
+RAGGED_RUN = 64
+
+
+def _stray(gray: np.ndarray, row: int, beyond: int, below: np.ndarray) -> np.ndarray:
+    """Per column (0 or 1): whether `row`, beside a border's run, is the border's ragged edge there: ink in a
+    run along the row shorter than RAGGED_RUN, with paper in the row `beyond` it within a column to either side.
+    A curve reaching the border inks the rows beyond too, and one held along it (in the row beside it) draws a
+    longer run."""
+    width = gray.shape[1]
+    if not (0 <= row < gray.shape[0]):
+        return np.zeros(width, dtype=np.int64)
+    ink = gray[row] <= below
+    far = gray[beyond] <= below if 0 <= beyond < gray.shape[0] else np.zeros(width, dtype=bool)
+    near = far.copy()
+    near[1:] |= far[:-1]
+    near[:-1] |= far[1:]
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], ink.astype(np.int8), [0]))))
+    length = np.zeros(width, dtype=np.int64)
+    for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        length[start:stop] = stop - start
+    return (ink & ~near & (length < RAGGED_RUN)).astype(np.int64)
 
 
 def shifted(profile: np.ndarray, by: int) -> np.ndarray:
