@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import json
 import multiprocessing
 import os
@@ -56,6 +55,7 @@ from digitise_figures import (  # noqa: E402
     Row,
     figures,
     grouped,
+    named_right,
     nearest_per_column,
     nearest_per_stretch,
     per_position,
@@ -209,14 +209,8 @@ def identity_figures(rows: list[Row]) -> dict[str, Any]:
     for log_rows in per_log(rows):
         if len(log_rows) < 2:
             continue
-        truths = np.stack([r["truth"] for r in log_rows])
-        apart = np.all(np.isfinite(truths), axis=0)
-        for a, b in itertools.combinations(range(len(log_rows)), 2):
-            apart &= np.abs(truths[a] - truths[b]) > 0.05
-        for k, r in enumerate(log_rows):
-            columns = apart & np.isfinite(r["pred"])
-            distance = np.abs(truths[:, columns] - r["pred"][columns])
-            right = columns.any() and float((distance.argmin(axis=0) == k).mean()) > 0.5
+        verdicts = named_right(np.stack([r["truth"] for r in log_rows]), [r["pred"] for r in log_rows])
+        for r, right in zip(log_rows, verdicts, strict=True):
             if r["identity"] == "ambiguous":
                 flagged += 1
             else:

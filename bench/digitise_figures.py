@@ -23,6 +23,24 @@ PAGE_FACTORS = ("bilevel", "jpeg", "low_res", "stains", "skew", "labels_in_track
                 "same_ink_solid_pair", "solid_pair_by_ink")
 
 
+NAMES_APART = 0.05  # of the track: curves are told apart by their traces only where every two are further apart
+
+
+def named_right(truths: np.ndarray, preds: list[np.ndarray]) -> list[bool]:
+    """Per curve of one track (`truths` (curves, samples) and its traces `preds`, as fractions of the track):
+    whether its trace is nearer its own true curve than any other in most of the samples where every two
+    true curves are more than NAMES_APART apart and the trace has a value (False where there are none)."""
+    apart = np.all(np.isfinite(truths), axis=0)
+    for a, b in itertools.combinations(range(len(truths)), 2):
+        apart &= np.abs(truths[a] - truths[b]) > NAMES_APART
+    right = []
+    for k, pred in enumerate(preds):
+        columns = apart & np.isfinite(pred)
+        distance = np.abs(truths[:, columns] - pred[columns])
+        right.append(bool(columns.any()) and float((distance.argmin(axis=0) == k).mean()) > 0.5)
+    return right
+
+
 def scored(row: Row) -> np.ndarray:
     """Columns whose position is scored: the curve inked there and on its own scale, and both readings exist."""
     return np.isfinite(row["pred"]) & np.isfinite(row["truth"]) & row["inked"] & ~row["wrapped"]

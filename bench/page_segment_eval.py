@@ -25,6 +25,10 @@ Figures (one JSON line):
   by_identity                  per verdict the result gives a curve's name (single, hinted, anchored,
                                ambiguous): how far a user may trust a name the service vouches for
   by_style, by_ink             per line style and ink (dark, light) the curve is drawn and declared in
+  identity                     naming, over the curves of tracks two or more share, as bench/digitise_eval.py
+                               judges it (`digitise_figures.named_right`): flagged ambiguous, the share named
+                               right among the rest (`right_when_named`), and those named wrong without a flag
+                               (`wrong_unflagged`, each page, section, track and mnemonic in `named_wrong`)
   worst                        the curve with the largest mean error: page, section, track, mnemonic
   seconds_per_page             mean time to digitise every section of a page (decode, upright, model or
                                truth, trace, name, files), the analysis not included; `analyse_seconds_per_page`
@@ -54,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchio import log, stdout_to_stderr  # noqa: E402
+from digitise_figures import named_right  # noqa: E402
 
 from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.digitise.calibration import CalibrationError  # noqa: E402
@@ -63,13 +68,16 @@ from veernet_core.digitise.pipeline import ScanOptions  # noqa: E402
 from veernet_core.digitise.predict import bundled_model_path, load_model, read_checkpoint  # noqa: E402
 from veernet_core.digitise.section import digitise_section, read_section, upright_page  # noqa: E402
 from veernet_core.digitise.section_calibration import SectionCalibration  # noqa: E402
+from veernet_core.digitise.section_export import SectionDigitised  # noqa: E402
 from veernet_core.model import VeerNet  # noqa: E402
 from veernet_core.page_synth import SynthPage, generate_page  # noqa: E402
 from veernet_core.page_truth import (  # noqa: E402
     CurveScore,
     complete_proposal,
     matched_tracks,
+    read_fractions,
     score_section,
+    true_fractions,
     truth_probabilities,
 )
 
@@ -88,6 +96,7 @@ class Scored:
     identity: str  # the result's verdict on its name: single, hinted, anchored or ambiguous
     style: str  # as drawn and declared
     ink: str  # dark or light, as drawn and declared
+    named_right: bool | None = None  # its trace is its own curve's (None: alone in its track)
 
 
 def _png(pixels: np.ndarray) -> bytes:
@@ -96,7 +105,24 @@ def _png(pixels: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-Read = tuple[int, list[CurveScore], SectionCalibration, dict[str, str], list[int]]
+Read = tuple[int, list[CurveScore], SectionCalibration, dict[str, str], list[int], dict[tuple[int, str], bool]]
+
+
+def names_right(page: SynthPage, section: SectionDigitised, matched: list[int]) -> dict[tuple[int, str], bool]:
+    """Per curve of a track it shares with others, by (track, mnemonic): whether its trace is its own true
+    curve's rather than another's of the track (`digitise_figures.named_right`)."""
+    calibration = section.calibration
+    rows = calibration.depth.column_of(section.depth)
+    read = {(j, curve.mnemonic): curve.values for curve, j in zip(section.curves, section.track_of, strict=True)}
+    verdicts: dict[tuple[int, str], bool] = {}
+    for j, track in enumerate(calibration.tracks):
+        if len(track.curves) < 2:
+            continue
+        truths = np.stack(true_fractions(page, calibration.index, matched[j], rows))
+        reads = [read_fractions(read[(j, scale.mnemonic)], scale) for scale in track.curves]
+        for scale, right in zip(track.curves, named_right(truths, reads), strict=True):
+            verdicts[(j, scale.mnemonic)] = right
+    return verdicts
 
 
 def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str) -> tuple[list[Read], int]:
@@ -122,7 +148,8 @@ def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, sou
         else:
             section = digitise_section(scan, completed, lambda: (model, "bundled"), "bundled", OPTIONS).section
         identity = {curve.mnemonic: curve.identity for curve in section.curves}
-        done.append((s, score_section(page, section, matched), calibration, identity, matched))
+        done.append((s, score_section(page, section, matched), calibration, identity, matched,
+                     names_right(page, section, matched)))
     return done, skipped + max(0, len(page.spec.sections) - len(proposal["sections"]))
 
 
@@ -145,11 +172,19 @@ def summarise(scored: list[Scored]) -> dict[str, Any]:
         groups["by_style"][item.style].append(score)
         groups["by_ink"][item.ink].append(score)
     worst = max(scored, key=lambda s: float(s.score.errors.mean()) if s.score.errors.size else 1.0)
+    shared = [s for s in scored if s.named_right is not None]
+    named = [s for s in shared if s.identity != "ambiguous"]
+    wrong = [s for s in named if not s.named_right]
+    identity = {"curves": len(shared), "flagged_ambiguous": len(shared) - len(named),
+                "right_when_named": round(1 - len(wrong) / len(named), 4) if named else None,
+                "wrong_unflagged": len(wrong),
+                "named_wrong": [f"{s.page}/{s.section}/{s.score.track}/{s.score.mnemonic}" for s in wrong]}
     return {**_figures([s.score for s in scored]),
             **{name: {str(k): _figures(v) for k, v in sorted(group.items())} for name, group in groups.items()},
             "worst": {"page": worst.page, "section": worst.section, "track": worst.score.track,
                       "mnemonic": worst.score.mnemonic, "curves_in_track": worst.sharing, "identity": worst.identity,
-                      **_figures([worst.score])}}
+                      **_figures([worst.score])},
+            "identity": identity}
 
 
 def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None) -> dict[str, Any]:
@@ -169,13 +204,13 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None) 
         done, missed = digitise_page(page, proposal, model, source)
         seconds.append(time.perf_counter() - started)
         sections, skipped = sections + len(done), skipped + missed
-        for s, scores, calibration, identity, matched in done:
+        for s, scores, calibration, identity, matched, right in done:
             for score in scores:
                 names = [c.mnemonic for c in calibration.tracks[score.track].curves]
                 position = names.index(score.mnemonic)
                 true = page.spec.sections[s].tracks[matched[score.track]].curves[position]
                 scored.append(Scored(index, s, score, position, len(names), identity[score.mnemonic], true.style,
-                                     true.tone))
+                                     true.tone, right.get((score.track, score.mnemonic))))
         log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {len(done)} sections "
             f"({missed} skipped), {seconds[-1]:.2f} s")
     return {"pages": pages, "seed": seed, "source": source, "sections": sections, "sections_skipped": skipped,

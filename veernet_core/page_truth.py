@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from veernet_core.digitise.calibration_scales import CurveScale
 from veernet_core.digitise.section_calibration import SectionCalibration
 from veernet_core.digitise.section_export import SectionDigitised
 from veernet_core.page_spec import CurveSpec, SectionSpec, TrackSpec
@@ -133,6 +134,14 @@ class CurveScore:
     errors: np.ndarray  # |read - true| as a fraction of the track's range, where read
 
 
+def read_fractions(values: np.ndarray, scale: CurveScale) -> np.ndarray:
+    """A digitised curve's values as fractions across its track (NaN where it has none)."""
+    read = np.full(values.shape, np.nan)
+    found = np.isfinite(values)
+    read[found] = [scale.to_fraction(float(v)) for v in values[found]]
+    return read
+
+
 def score_section(page: SynthPage, section: SectionDigitised, matched: list[int]) -> list[CurveScore]:
     """Every curve of a section digitised from a completed proposal (curves in the page's order, as
     `complete_proposal` lists them), position by position against the page's truth."""
@@ -142,10 +151,7 @@ def score_section(page: SynthPage, section: SectionDigitised, matched: list[int]
     for curve, j in zip(section.curves, section.track_of, strict=True):
         k = [c.mnemonic for c in calibration.tracks[j].curves].index(curve.mnemonic)
         truth = true_fractions(page, calibration.index, matched[j], rows)[k]
-        scale = calibration.tracks[j].curves[k]
-        read = np.full(curve.values.shape, np.nan)
-        found = np.isfinite(curve.values)
-        read[found] = [scale.to_fraction(float(v)) for v in curve.values[found]]
+        read = read_fractions(curve.values, calibration.tracks[j].curves[k])
         drawn = np.isfinite(truth)
         error = np.abs(read - truth)[drawn]
         coverage = float(np.isfinite(error).mean()) if error.size else 0.0
