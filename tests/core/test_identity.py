@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.core import naming_testkit
 from tests.core.naming_testkit import Drawn, RenderedLog, render, share_on_own_curve
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised, digitise
@@ -54,6 +55,22 @@ def test_a_dark_and_a_light_solid_curve_that_cross_are_named_by_their_ink(seed: 
     assert log.crossings(0, 1) >= 8, "the curves must cross for the test to mean anything"
     for hints, drawn_for in (([{"ink": "dark"}, {"ink": "light"}], [0, 1]),
                              ([{"ink": "light"}, {"ink": "dark"}], [1, 0])):  # the listing order does not matter
+        result = _digitise(log, hints)
+        assert min(_shares(log, result, drawn_for)) >= 0.9
+        assert [c.identity for c in result.curves] == ["hinted", "hinted"]
+        assert [c.warnings for c in result.curves] == [(), ()]
+
+
+def test_a_gray_pen_half_way_to_black_is_the_light_curve_beside_a_black_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gray pen that inks over half the way from the paper to black (the page generator's gray 90-140 on
+    white) reads dark on its own (`ink.DARK_RATIO`): that contradicted its light hint, and both curves of a
+    track declared dark and light were flagged. Beside the black curve it is the lighter one, and light."""
+    monkeypatch.setitem(naming_testkit.INK_RGB, "light", (70, 70, 70))  # 52 % as dark as black
+    alone = _digitise(render(0, [SOLID_LIGHT]), [{"ink": "light"}]).curves[0]
+    assert any("declared ink light" in w and "looks dark" in w for w in alone.warnings), "on its own it reads dark"
+    log = render(0, [SOLID_DARK, SOLID_LIGHT])
+    for hints, drawn_for in (([{"ink": "dark"}, {"ink": "light"}], [0, 1]),
+                             ([{"ink": "light"}, {"ink": "dark"}], [1, 0])):
         result = _digitise(log, hints)
         assert min(_shares(log, result, drawn_for)) >= 0.9
         assert [c.identity for c in result.curves] == ["hinted", "hinted"]

@@ -156,8 +156,10 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     named = _stitch(traces, bounds, path)
     identity = _verdicts(vouched, path, anchored, bounds)
     reading = _Reading(scan, page, near, half, bridge)
-    read = [_contradictions(curve, [row[a[c]] for row, a in zip(looks, path, strict=True)], named[c], calibration,
-                            reading) for c, curve in enumerate(calibration.curves)]
+    named_looks = [[row[a[c]] for row, a in zip(looks, path, strict=True)] for c in range(len(calibration.curves))]
+    shade_read = _shades_by_order(calibration.curves, named_looks)
+    read = [_contradictions(curve, named_looks[c], named[c], calibration, reading, shade_read[c])
+            for c, curve in enumerate(calibration.curves)]
     warnings = [lines + _unseen_ink(curve, scan, calibration)
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
     identity = _doubted(identity, [seen for _, seen in read], calibration, shades)
@@ -582,8 +584,48 @@ def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, sh
     return doubted
 
 
+# How much darker (of the way from the paper to black) every trace named for a dark curve must be than every one
+# named for a light curve before their order bears the two shades out. With any order, 3 more of the page
+# generator's shared-track curves were named wrong without a flag with the bundled model (seed 5150, 20 pages):
+# traces that run on two curves in turn were 0.007 and 0.07-0.09 apart (bench/README.md, 2026-11-30).
+SHADES_APART = 0.1
+
+
+def _shades_by_order(curves: tuple[CurveScale, ...], looks: list[list[Look | None]]) -> list[str | None]:
+    """Per curve declared dark or light in a track that declares both: its declared shade where its named trace
+    bears it out beside the others', lighter by SHADES_APART than every trace named for a dark curve (a light
+    curve) or darker by as much than every trace named for a light one (a dark curve); else None, and its own
+    reading says (as where a trace has under MIN_WARN_COLUMNS to show).
+
+    "Dark" and "light" are what a legend tells apart within a log, not tones on a scale. On the page
+    generator's pages a gray pen (gray 90-140 on white) and a thin, blurred black dotted line both ink about
+    half way to black (`ink.DARK_RATIO`). Held against that mark alone, each was read as the other's shade,
+    and with perfect probabilities 101 of 141 shared-track curves were flagged, many of them told apart by
+    their hints (bench/README.md, 2026-11-30). The order only bears a shade out: a trace whose order says
+    otherwise is held against its own reading, as before (blamed on the order, a light curve was warned against
+    where a thin dark dotted one beside it read lighter, on more of the generator's logs)."""
+    darkness: list[float | None] = []
+    for seen in ([look for look in row if look is not None] for row in looks):
+        enough = sum(look.columns for look in seen) >= MIN_WARN_COLUMNS
+        darkness.append(float(np.mean([look.ink_ratio for look in seen])) if enough else None)
+    declared = {shade: [d for c, d in enumerate(darkness) if curves[c].ink == shade and d is not None]
+                for shade in INK_SHADES}
+    if not declared["dark"] or not declared["light"]:
+        return [None] * len(curves)
+    out: list[str | None] = []
+    for curve, d in zip(curves, darkness, strict=True):
+        if d is None or curve.ink not in INK_SHADES:
+            out.append(None)
+        elif curve.ink == "light":
+            out.append("light" if d <= min(declared["dark"]) - SHADES_APART else None)
+        else:
+            out.append("dark" if d >= max(declared["light"]) + SHADES_APART else None)
+    return out
+
+
 def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTrace,
-                    calibration: Calibration, reading: _Reading) -> tuple[tuple[str, ...], Seen]:
+                    calibration: Calibration, reading: _Reading,
+                    shade: str | None = None) -> tuple[tuple[str, ...], Seen]:
     """A line per hint the scan does not bear out for this curve's named trace, and per such hint its field
     and what the scan shows instead ("anchor", "" for a missed anchor): its stretches' looks vote,
     by their columns, on its style and ink. A style is held against its hint only where the looks and the
@@ -596,7 +638,8 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
     the line says the hint is not borne out and what each reading saw, not that the scan contradicts it,
     and the curve's name stays in doubt as for a contradiction (`_doubted`, by what its looks read). On the
     independent renderer's tuning logs, 57 % of the warnings against right style hints were such (bench/README.md,
-    2026-11-28)."""
+    2026-11-28). `shade`, where given, is the ink the trace shows beside the track's other curves
+    (`_shades_by_order`), held against a dark or light hint in place of its own reading."""
     lines: list[str] = []
     shown: list[tuple[str, str]] = []
     seen = [look for look in looks if look is not None]
@@ -618,7 +661,8 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
         along = "" if marked is None else f"; {breaks} read {marked.style}"
         for name, hint, label, measured in (
                 ("style", curve.style, style, f"ink in {100 * inked:.0f} % of its columns{along}"),
-                ("ink", curve.ink, _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black")):
+                ("ink", curve.ink, shade or _vote(seen, ink_label), f"ink {100 * dark:.0f} % as dark as black"
+                 + (" beside the track's other curves" if shade else ""))):
             unseen = name == "ink" and (hint in INK_COLOURS and all(look.rgb is None for look in seen)  # a gray scan
                                         or hint in INK_SHADES and _shades_unread(reading.scan))
             if hint is not None and label is not None and label != hint and not unseen:
