@@ -604,10 +604,7 @@ def _shades_by_order(curves: tuple[CurveScale, ...], looks: list[list[Look | Non
     their hints (bench/README.md, 2026-11-30). The order only bears a shade out: a trace whose order says
     otherwise is held against its own reading, as before (blamed on the order, a light curve was warned against
     where a thin dark dotted one beside it read lighter, on more of the generator's logs)."""
-    darkness: list[float | None] = []
-    for seen in ([look for look in row if look is not None] for row in looks):
-        enough = sum(look.columns for look in seen) >= MIN_WARN_COLUMNS
-        darkness.append(float(np.mean([look.ink_ratio for look in seen])) if enough else None)
+    darkness = [_darkness(row) for row in looks]
     declared = {shade: [d for c, d in enumerate(darkness) if curves[c].ink == shade and d is not None]
                 for shade in INK_SHADES}
     if not declared["dark"] or not declared["light"]:
@@ -621,6 +618,15 @@ def _shades_by_order(curves: tuple[CurveScale, ...], looks: list[list[Look | Non
         else:
             out.append("dark" if d >= max(declared["light"]) + SHADES_APART else None)
     return out
+
+
+def _darkness(looks: list[Look | None]) -> float | None:
+    """How dark a named trace's ink is, 0 paper to 1 black, over its stretches' looks; None where they show
+    under MIN_WARN_COLUMNS columns, too few to hold against a hint."""
+    seen = [look for look in looks if look is not None]
+    if sum(look.columns for look in seen) < MIN_WARN_COLUMNS:
+        return None
+    return float(np.mean([look.ink_ratio for look in seen]))
 
 
 def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTrace,
@@ -643,9 +649,9 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
     lines: list[str] = []
     shown: list[tuple[str, str]] = []
     seen = [look for look in looks if look is not None]
-    if sum(look.columns for look in seen) >= MIN_WARN_COLUMNS:
+    dark = _darkness(looks)
+    if dark is not None:
         inked = float(np.concatenate([look.inked for look in seen]).mean())
-        dark = float(np.mean([look.ink_ratio for look in seen]))
         looked = _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen, style_label)
         marked = reading.marks(trace) if curve.style is not None and looked != curve.style else None
         style = curve.style
