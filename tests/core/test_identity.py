@@ -21,10 +21,12 @@ from veernet_core.digitise.identity import (
     AMBIGUOUS_SHARE,
     DISAGREE_SHARE,
     DISAGREE_U,
+    DOUBLED_SHARE,
     Naming,
     _cheap_swap,
     _doubted,
     checked_against,
+    doubled,
     name_traces,
 )
 from veernet_core.digitise.ink import MIN_DARKNESS, Look, Page, ScanPixels, looks_along, page_of, stroke_widths
@@ -399,6 +401,37 @@ def test_a_second_naming_that_reads_a_curve_differently_flags_it() -> None:
     assert checked_against(first, Naming(near, ["hinted", "hinted"], [(), ()])).identity == ["hinted"] * 2
     assert checked_against(first, Naming(first.traces, ["hinted", "ambiguous"], [(), ()])).identity == [
         "hinted", "ambiguous"]
+
+
+def test_a_trace_that_runs_on_another_curves_trace_is_flagged_whatever_names_it() -> None:
+    """A curve the segmenter barely sees is traced along its neighbour's ink (by the tracer, or by its tone after
+    the naming), and its hints, read there, may still name it: over more than DOUBLED_SHARE of its columns on
+    another curve's trace, both names are flagged and warned, even where an anchor speaks for each; a shorter
+    meeting changes nothing."""
+    columns = 400
+    x = np.linspace(0, 1, columns)
+    upper, lower = 30 + 5 * np.sin(6 * x), 70 + 5 * np.cos(5 * x)
+    at = columns - 20  # both anchors near the end, where the two traces are apart
+    depth = 1000.0 + 100.0 * at / (columns - 1)
+    curves = [{"mnemonic": f"C{k}", "unit": "API", "left": 0, "right": 100,
+               "anchors": [{"depth": depth, "value": float(rows[at])}]} for k, rows in enumerate((upper, lower))]
+    calibration = Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1100.0, "unit": "m"}, "curves": curves,
+                                         "track_top": 0.0, "track_bottom": 100.0, "step": 1.0}, 110, columns)
+
+    def named(share: float) -> Naming:
+        cut = int(share * columns)
+        riding = np.r_[upper[:cut] + 0.5, lower[cut:]]  # on the upper curve's trace, half a row off, then its own
+        return doubled(name_traces([_trace(upper, 0.0, 100.0), _trace(riding, 0.0, 100.0)], calibration, None),
+                       calibration)
+
+    short = named(DOUBLED_SHARE / 2)
+    assert short.identity == ["anchored", "anchored"] and short.warnings == [(), ()]
+    long = named(DOUBLED_SHARE + 0.15)
+    assert long.identity == ["ambiguous", "ambiguous"]
+    share = round(100 * (DOUBLED_SHARE + 0.15))
+    assert long.warnings == [(f"the trace named C{k} runs on another curve's trace over {share} % of its length: it "
+                              "may follow that curve, not its own",) for k in (0, 1)]
+    assert np.array_equal(long.traces[0].row, upper)  # the traces are left as traced
 
 
 def _pens_scan(pens: tuple[int, int], width: int = 2400, height: int = 540) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
 from veernet_core.digitise.calibration_fields import INK_SHADES
-from veernet_core.digitise.identity import Naming, name_traces
+from veernet_core.digitise.identity import Naming, doubled, name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.joint import CurveHint, Tone, trace_joint
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
@@ -78,7 +78,7 @@ def digitise(probabilities: np.ndarray, calibration: Calibration, options: Trace
     traces = trace_channels(probabilities, calibration, options, scan)
     naming = name_traces(traces, calibration, scan,
                          assigned=assigned_by_tracer(probabilities.shape[0], calibration, options))
-    return calibrate(naming, calibration, (height, width))
+    return calibrate(doubled(naming, calibration), calibration, (height, width))
 
 
 # The joint tracer's costs are per pixel, set on tracks of 40-64 rows (the scale-0.1 model's). On a model's

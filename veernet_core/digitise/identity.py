@@ -170,6 +170,50 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     return naming
 
 
+# A named trace that runs on another's (within DOUBLED_U of the track, at least a row) over this share of its
+# columns may follow that curve and not its own: a curve the segmenter barely sees (a thin or light broken
+# stroke) is traced along its neighbour's ink, by the tracer or by its tone after the naming, and its hints,
+# read on that ink, may still name it. On the tuning seeds (6666, 7777, 8888 and 9999 of the generator, 7777 and
+# 8888 of the independent renderer; 60 full-resolution logs each), no curve left named ran on another curve's
+# trace over more than 0.29 of its columns; the one this flags, named wrong without a flag before, ran on its
+# neighbour's over 0.52 (bench/README.md, 2026-12-04).
+DOUBLED_SHARE = 0.35
+DOUBLED_U = 0.01
+
+
+def doubled_shares(traces: list[ColumnTrace], span: float) -> list[float]:
+    """Per trace: the share of its traced columns where another trace runs within DOUBLED_U of the track's
+    `span` (at least a row) of it, on the same ink."""
+    distance = max(1.0, DOUBLED_U * span)
+    shares = []
+    with np.errstate(invalid="ignore"):
+        for k, trace in enumerate(traces):
+            found = np.isfinite(trace.row)
+            on = np.zeros(trace.row.size, dtype=bool)
+            for j, other in enumerate(traces):
+                if j != k:
+                    on |= np.abs(trace.row - other.row) <= distance
+            shares.append(float(on[found].mean()) if found.any() else 0.0)
+    return shares
+
+
+def doubled(naming: Naming, calibration: Calibration) -> Naming:
+    """``naming`` with every curve flagged ambiguous, and warned, whose named trace runs on another curve's
+    over more than DOUBLED_SHARE of its columns: there the one ink was traced twice, and which of the curves it is
+    the scan does not say. Held against the traces a result gives (`curves.digitise`, `rescale`), after every
+    step that may retrace a curve."""
+    if len(naming.traces) < 2:
+        return naming
+    shares = doubled_shares(naming.traces, calibration.track_bottom - calibration.track_top)
+    identity, warnings = list(naming.identity), list(naming.warnings)
+    for k, share in enumerate(shares):
+        if share > DOUBLED_SHARE:
+            identity[k] = "ambiguous"
+            warnings[k] = (*warnings[k], f"the trace named {calibration.curves[k].mnemonic} runs on another curve's "
+                           f"trace over {100 * share:.0f} % of its length: it may follow that curve, not its own")
+    return replace(naming, identity=identity, warnings=warnings)
+
+
 def _touching(traces: list[ColumnTrace], distance: float) -> np.ndarray:
     """Columns where the tracer may have swapped traces: where two traces come within `distance` rows or
     change sides (a step can carry a curve across another between two columns), and where a trace jumps
