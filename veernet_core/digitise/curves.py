@@ -78,7 +78,7 @@ def digitise(probabilities: np.ndarray, calibration: Calibration, options: Trace
     traces = trace_channels(probabilities, calibration, options, scan)
     naming = name_traces(traces, calibration, scan,
                          assigned=assigned_by_tracer(probabilities.shape[0], calibration, options))
-    return calibrate(doubled(naming, calibration), calibration, (height, width))
+    return calibrate(naming, calibration, (height, width))
 
 
 # The joint tracer's costs are per pixel, set on tracks of 40-64 rows (the scale-0.1 model's). On a model's
@@ -188,7 +188,9 @@ def tone_of(scan: ScanPixels | None, calibration: Calibration) -> Tone | None:
 
 
 def calibrate(naming: Naming, calibration: Calibration, image_size: tuple[int, int]) -> Digitised:
-    """Named column traces of a (height, width) scan -> values on the calibration's regular depth step."""
+    """Named column traces of a (height, width) scan -> values on the calibration's regular depth step; a curve
+    whose trace runs on another's is flagged here (`identity.doubled`), on the traces every path hands over last."""
+    naming = doubled(naming, calibration)
     depth = depth_grid(calibration.depth, image_size[1], calibration.step)
     if depth.size == 0:
         raise CalibrationError({"step": f"no multiple of {calibration.step:g} lies within the scan's depths"})

@@ -200,8 +200,8 @@ def doubled_shares(traces: list[ColumnTrace], span: float) -> list[float]:
 def doubled(naming: Naming, calibration: Calibration) -> Naming:
     """``naming`` with every curve flagged ambiguous, and warned, whose named trace runs on another curve's
     over more than DOUBLED_SHARE of its columns: there the one ink was traced twice, and which of the curves it is
-    the scan does not say. Held against the traces a result gives (`curves.digitise`, `rescale`), after every
-    step that may retrace a curve."""
+    the scan does not say. Held against the traces a result gives (`curves.calibrate`), after every step that
+    may retrace a curve."""
     if len(naming.traces) < 2:
         return naming
     shares = doubled_shares(naming.traces, calibration.track_bottom - calibration.track_top)

@@ -37,7 +37,7 @@ from veernet_core.digitise.curves import (
     joint_max_rows,
     trace_channels,
 )
-from veernet_core.digitise.identity import doubled, name_traces
+from veernet_core.digitise.identity import name_traces
 from veernet_core.digitise.ink import ScanPixels, page_of
 from veernet_core.digitise.pinned import with_pinned
 from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
@@ -195,7 +195,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         if alone:
             named = replace(named, traces=[filled(toned[k], trace) if k in alone else trace
                                            for k, trace in enumerate(named.traces)])
-    return calibrate(doubled(named, calibration), calibration, resampling.scan_size)
+    return calibrate(named, calibration, resampling.scan_size)
 
 
 def on_model_grid(options: TraceOptions, resampling: Resampling) -> TraceOptions:
