@@ -8,7 +8,7 @@ import pytest
 
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.ink import ScanPixels, page_of
-from veernet_core.digitise.tones import alone_in_tone, tone_masks, traced_by_tone
+from veernet_core.digitise.tones import alone_in_tone, filled, levels_as, tone_masks, traced_by_tone
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
 
 HEIGHT, WIDTH, TOP, BOTTOM = 200, 600, 20.0, 180.0
@@ -132,3 +132,71 @@ def test_colour_hints_on_a_gray_scan_trace_nothing_by_colour() -> None:
     traces, alone = traced_by_tone(given, gray < PAPER - 20, scan, page_of(scan, TOP, BOTTOM),
                                    _calibration("red", "blue"), TraceOptions())
     assert alone == set() and traces is given
+
+
+def _specked(gray: np.ndarray, clear_of: list[np.ndarray], count: int, seed: int = 5) -> np.ndarray:
+    """`gray` with `count` one-pixel specks of faint ink (a printed grid's remains, dust) in the track,
+    at least 4 rows from every curve of `clear_of`."""
+    rng = np.random.default_rng(seed)
+    out = gray.copy()
+    placed = 0
+    while placed < count:
+        row, col = int(rng.integers(TOP + 2, BOTTOM - 2)), int(rng.integers(0, WIDTH))
+        if all(abs(row - rows[col]) >= 4 for rows in clear_of) and out[row, col] == PAPER:
+            out[row, col] = PAPER - 25
+            placed += 1
+    return out
+
+
+def _on(rows: np.ndarray, level: int = 0) -> ColumnTrace:
+    """A trace drawn along `rows` (every column found), read on wrap `level`."""
+    fraction = (rows - TOP) / (BOTTOM - TOP)
+    return ColumnTrace(fraction + level, np.full(WIDTH, level, np.int8), rows.astype(np.float64),
+                       np.ones(WIDTH, np.float32), np.zeros(WIDTH, bool))
+
+
+def test_faint_specks_do_not_put_a_light_curve_with_the_dark_ink() -> None:
+    """Twice as many runs of faint specks as of the curves' ink: split over every run of the track, the two
+    tones are the specks' and the curves', and the light curve goes with the dark. The tones of the runs the
+    traces run through are the curves' own."""
+    gray, dark_rows, light_rows = _crossing(light=110)
+    gray = _specked(gray, [dark_rows, light_rows], 2 * 2 * WIDTH)
+    ink = gray < PAPER - 20
+    page = page_of(ScanPixels(gray), TOP, BOTTOM)
+    apart = np.abs(dark_rows - light_rows) > 8
+    cols = np.arange(WIDTH)[apart]
+    light_on = np.rint(light_rows[apart] - 0.5).astype(np.int64)
+    whole = tone_masks(ink, gray, page, TOP, BOTTOM)
+    assert whole is not None and whole[0][light_on, cols].mean() > 0.9  # what a split of every run does
+    traced = tone_masks(ink, gray, page, TOP, BOTTOM, [_on(dark_rows), _on(light_rows)])
+    assert traced is not None
+    dark, light = traced
+    assert light[light_on, cols].mean() > 0.9 and not dark[light_on, cols].any()
+    dark_on = np.rint(dark_rows[apart] - 0.5).astype(np.int64)
+    assert dark[dark_on, cols].mean() > 0.9
+    scan = ScanPixels(gray)
+    traces, alone = traced_by_tone([_on(light_rows), _on(dark_rows)], ink, scan, page, _calibration("light", "dark"),
+                                   TraceOptions())
+    assert alone == {0, 1}
+    read = np.isfinite(traces[0].row) & apart
+    assert read.sum() > 0.9 * apart.sum()
+    assert np.mean(np.abs(traces[0].row[read] - light_rows[read]) <= 1.0) > 0.95  # specks are light ink too
+
+
+def test_a_tone_trace_takes_the_wrap_levels_of_the_naming_trace_on_its_ink() -> None:
+    """The column tracer reads a curve's wraps relative to each other; the naming's trace of the same ink,
+    traced with the curve's declared backup scales, says which scale each stretch is on."""
+    _, dark_rows, light_rows = _crossing()
+    high = np.where(np.arange(WIDTH) < 250, 0, 1).astype(np.int8)  # past the right edge from column 250
+    toned = _on(dark_rows)
+    toned = ColumnTrace(toned.u + high, high, toned.row, toned.confidence, toned.bridged)
+    named = ColumnTrace(toned.u - 1, (high - 1).astype(np.int8), toned.row.copy(), toned.confidence, toned.bridged)
+    named.u[:40] = np.nan  # where the naming's trace found nothing, the tone trace stands
+    named.row[:40] = np.nan
+    got = filled(toned, named)
+    assert np.array_equal(got.level, high - 1) and np.allclose(got.u, toned.u - 1)
+    assert np.array_equal(got.row, toned.row)
+    elsewhere = _on(light_rows, level=-1)  # the naming's trace on another curve's ink says nothing of the levels
+    far = np.abs(light_rows - dark_rows) > 2
+    elsewhere.row[~far] = np.nan
+    assert np.array_equal(levels_as(toned, elsewhere).level, toned.level)

@@ -6,15 +6,17 @@ the scan's ink (`refine.snap_trace`). But the scan itself tells a light curve fr
 pixel. Where the calibration declares both tones in a track (`ink: dark` and `ink: light`), a curve that
 is the only one of its tone is traced alone, at full resolution, on the ink of its tone
 (`traced_by_tone`): the ink the model marks in the track, split into two tones (two-means of the
-pixels' darkness against the paper). A dark stroke's soft edges are as pale as light ink, so light ink
-is only light pixels clear of dark ink by EDGE_CLEARANCE pixels; where a dark curve crosses a light
-one, the light curve is bridged, as across any gap.
+pixels' darkness against the paper, over the runs of ink the model's traces run through). A dark
+stroke's soft edges are as pale as light ink, so light ink is only light pixels clear of dark ink by
+EDGE_CLEARANCE pixels; where a dark curve crosses a light one, the light curve is bridged, as across
+any gap.
 
 Only the values change: the naming step names the track's traces and judges each name as before
 (`identity.name_traces`), and a curve traced by its tone then takes that curve's new trace, with the
-naming's verdict. Naming the tone-traced curves as certain, and the others among themselves, read
-values better still but named more curves wrong without a flag (held-out seed 7777, 40 full-resolution
-logs of the independent renderer: 2 -> 6), so the verdicts stay the naming's.
+naming's verdict, on the backup scales the naming's trace of it reads (`levels_as`). Naming the
+tone-traced curves as certain, and the others among themselves, read values better still but named
+more curves wrong without a flag (held-out seed 7777, 40 full-resolution logs of the independent
+renderer: 2 -> 6), so the verdicts stay the naming's.
 
 On a colour scan, curves declared in colours (`ink: red`, `blue`, ...) are told apart the same way:
 each pixel of ink goes to the declared colour, or the gray inks, whose line of mixes with the paper it
@@ -29,6 +31,8 @@ nothing here either.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from veernet_core.digitise.calibration import Calibration
@@ -40,6 +44,8 @@ from veernet_core.digitise.refine import _max3
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 
 EDGE_CLEARANCE = 1  # pixels between light ink and any dark ink pixel (a dark stroke's soft edge is pale)
+SAME_INK_PX = 2.0  # rows between a tone trace and the naming's trace of its curve that are one stroke
+MIN_TRACED_RUNS = 20  # runs of ink under the traces before their tones, not the whole track's, are split
 
 
 def alone_in_tone(calibration: Calibration, colour: bool = False) -> dict[int, str]:
@@ -56,11 +62,12 @@ def alone_in_tone(calibration: Calibration, colour: bool = False) -> dict[int, s
 
 
 def ink_masks(ink: np.ndarray, scan: ScanPixels, page: Page, top: float, bottom: float,
-              inks: set[str]) -> dict[str, np.ndarray]:
+              inks: set[str], traces: list[ColumnTrace] | None = None) -> dict[str, np.ndarray]:
     """Per declared ink, the track's ink (`refine.ink_mask`'s plane) of that ink: on a colour scan, each
     pixel goes to the declared colour or the gray inks whose line of mixes with the paper it lies nearest
     (`colours.mismatch`); gray ink is split by tone where both tones are declared (`tone_masks`), or is
-    the one tone declared. An ink that cannot be told (one tone on the scan, no colour) has no mask."""
+    the one tone declared, the two tones read on the ink the `traces` run on. An ink that cannot be told (one
+    tone on the scan, no colour) has no mask."""
     colours = sorted(inks & set(INK_COLOURS))
     masks: dict[str, np.ndarray] = {}
     grey = ink
@@ -80,7 +87,7 @@ def ink_masks(ink: np.ndarray, scan: ScanPixels, page: Page, top: float, bottom:
             masks[name] = mask
     tones = inks & set(INK_SHADES)
     if len(tones) == 2:
-        split = tone_masks(grey, scan.gray, page, top, bottom)
+        split = tone_masks(grey, scan.gray, page, top, bottom, traces)
         if split is not None:
             masks.update(zip(INK_SHADES, split, strict=True))
     elif len(tones) == 1 and colours:
@@ -88,11 +95,15 @@ def ink_masks(ink: np.ndarray, scan: ScanPixels, page: Page, top: float, bottom:
     return masks
 
 
-def tone_masks(ink: np.ndarray, gray: np.ndarray, page: Page, top: float,
-               bottom: float) -> tuple[np.ndarray, np.ndarray] | None:
+def tone_masks(ink: np.ndarray, gray: np.ndarray, page: Page, top: float, bottom: float,
+               traces: list[ColumnTrace] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """(dark, light) ink masks (H, W bool) of a track's ink (`refine.ink_mask`'s plane), or None where the
     ink is of one tone. Each run of ink down a column is of one tone, its darkest pixel's: a stroke's soft
-    edges are as pale as light ink, and a thin dark stroke between two rows is pale in both."""
+    edges are as pale as light ink, and a thin dark stroke between two rows is pale in both. The two tones
+    are those of the runs the track's `traces` (on the scan's columns) run through, where they run through
+    MIN_TRACED_RUNS or more: the ink mask also holds faint specks and a printed grid's remains, and a split
+    of all its runs puts the boundary between those and the curves, a light curve then on the dark side
+    (bench/README.md, 2026-12-04). Which trace follows which curve does not matter: only the runs' tones."""
     first, last = max(0, int(np.floor(top))), min(gray.shape[0], int(np.ceil(bottom)) + 1)
     block = ink[first:last].T  # (W, rows): runs down each column are contiguous in this order
     flat = block.ravel()
@@ -108,7 +119,8 @@ def tone_masks(ink: np.ndarray, gray: np.ndarray, page: Page, top: float,
     darkness = np.clip((paper - gray[rows, cols]) / np.maximum(paper, 1.0), 0.0, 1.0)
     tone = np.zeros(int(run[-1]) + 1)
     np.maximum.at(tone, run, darkness)
-    split = _split_tone(tone)
+    traced = _traced_runs(traces or [], run, index, first, block.shape)
+    split = _split_tone(tone[traced] if traced.size >= MIN_TRACED_RUNS else tone)
     if split is None or split[2] - split[0] < TONES_APART:
         return None
     strong = tone[run] >= split[1]
@@ -123,6 +135,24 @@ def tone_masks(ink: np.ndarray, gray: np.ndarray, page: Page, top: float,
     return dark, light
 
 
+def _traced_runs(traces: list[ColumnTrace], run: np.ndarray, index: np.ndarray, first: int,
+                 shape: tuple[int, int]) -> np.ndarray:
+    """The ids of the runs of ink (`tone_masks`: `run` per ink pixel at flat `index` of the (W, rows) block
+    from image row `first`) that a trace's drawn row, or a row beside it, falls in."""
+    run_of = np.full(shape[0] * shape[1], -1, dtype=np.int64)
+    run_of[index] = run
+    found: list[np.ndarray] = []
+    for trace in traces:
+        cols = np.flatnonzero(np.isfinite(trace.row))
+        centre = np.rint(trace.row[cols]).astype(np.int64) - first
+        for offset in (-1, 0, 1):
+            rows = centre + offset
+            inside = (rows >= 0) & (rows < shape[1])
+            found.append(run_of[cols[inside] * shape[1] + rows[inside]])
+    runs = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    return runs[runs >= 0]
+
+
 def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, scan: ScanPixels, page: Page,
                    calibration: Calibration, options: TraceOptions) -> tuple[list[ColumnTrace], set[int]]:
     """The traces (one per calibrated curve, on the scan's columns) with each curve alone in its ink
@@ -132,7 +162,7 @@ def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, scan: ScanPixels,
     if not alone:
         return traces, set()
     masks = ink_masks(ink, scan, page, calibration.track_top, calibration.track_bottom,
-                      {str(curve.ink) for curve in calibration.curves})
+                      {str(curve.ink) for curve in calibration.curves}, traces)
     traced = {k for k, name in alone.items() if name in masks}
     if not traced:
         return traces, set()
@@ -145,8 +175,28 @@ def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, scan: ScanPixels,
 
 def filled(trace: ColumnTrace, fallback: ColumnTrace) -> ColumnTrace:
     """A curve's tone trace, and where it found nothing (its curve hidden under a darker one longer than
-    the tracer bridges, or its ink too faint to split off), the `fallback` trace the naming gave it."""
+    the tracer bridges, or its ink too faint to split off), the `fallback` trace the naming gave it. The
+    tone trace's wrap levels are first those of the fallback (`levels_as`)."""
+    trace = levels_as(trace, fallback)
     found = np.isfinite(trace.u)
     return ColumnTrace(np.where(found, trace.u, fallback.u), np.where(found, trace.level, fallback.level),
                        np.where(found, trace.row, fallback.row), np.where(found, trace.confidence, fallback.confidence),
                        np.where(found, trace.bridged, fallback.bridged))
+
+
+def levels_as(trace: ColumnTrace, fallback: ColumnTrace) -> ColumnTrace:
+    """``trace`` with its wrap levels shifted by the whole number of scales that most often makes them the
+    `fallback`'s, in the columns where the two are drawn on the same ink (within SAME_INK_PX rows). A curve
+    traced alone on its tone's ink reads its wraps only relative to each other: the column tracer knows no
+    declared backup scales, and a curve that spends most of its length past its one declared edge was read
+    a whole scale off, on a side it does not declare (bench/README.md, 2026-12-04). The fallback, traced on
+    the model's grid with the curve's declared scales, says which offset is the curve's."""
+    both = np.isfinite(trace.row) & np.isfinite(fallback.row)
+    both[both] = np.abs(trace.row[both] - fallback.row[both]) <= SAME_INK_PX
+    if not both.any():
+        return trace
+    shifts, counts = np.unique(fallback.level[both].astype(np.int64) - trace.level[both], return_counts=True)
+    shift = int(shifts[np.argmax(counts)])
+    if shift == 0:
+        return trace
+    return replace(trace, u=trace.u + shift, level=(trace.level + shift).astype(np.int8))
