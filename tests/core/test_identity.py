@@ -297,7 +297,7 @@ def test_a_wrap_names_alike_curves_by_their_declared_backup_scales() -> None:
         naming = name_traces(traces, _two_alike(("none", "right")), None)
         assert naming.traces[1] is not None and np.array_equal(naming.traces[1].level, level)
         assert np.array_equal(naming.traces[0].row, upper)
-        assert naming.identity == ["hinted", "hinted"]
+        assert naming.identity == ["hinted", "hinted"] and naming.warnings == [(), ()]
     unnamed = name_traces([wrapping, plain], _two_alike(("right", "right")), None)
     assert unnamed.identity == ["ambiguous", "ambiguous"], "both declare the backup scale: nothing tells"
 
@@ -568,3 +568,46 @@ def test_curves_with_one_pen_keep_the_tracers_order_through_crossings() -> None:
     naming = name_traces([_trace(upper, 20.0, 520.0), _trace(lower, 20.0, 520.0)], _alike_pair(), ScanPixels(image))
     assert np.array_equal(naming.traces[0].row, upper) and np.array_equal(naming.traces[1].row, lower)
     assert naming.identity == ["ambiguous", "ambiguous"]
+
+
+def _marked_scan(marks: list[tuple[int, int]], width: int = 2400,
+                 height: int = 540) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Two black curves apart all along, each drawn in marks of (ink, paper) columns: (the scan, each curve's
+    centre row per column)."""
+    cols = np.arange(width)
+    centres = [170.0 + 60.0 * np.sin(2 * np.pi * cols / 700.0), 370.0 + 60.0 * np.cos(2 * np.pi * cols / 900.0)]
+    image = np.full((height, width), 255, np.uint8)
+    for rows, (on, off) in zip(centres, marks, strict=True):
+        for x in cols[cols % (on + off) < on]:
+            low, high = sorted((rows[x], rows[max(x - 1, 0)]))
+            image[int(round(low - 1)) : int(round(high + 1)) + 1, x] = 0
+    return image, centres
+
+
+def _styled_pair(styles: tuple[str, str]) -> Calibration:
+    curves = [{"mnemonic": f"C{k}", "left": 0, "right": 100, "style": s, "ink": "dark"} for k, s in enumerate(styles)]
+    return Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1240.0, "unit": "ft"}, "track_top": 20,
+                                  "track_bottom": 520, "step": 0.5, "curves": curves}, 540, 2400)
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_a_pair_whose_shares_of_ink_contradict_their_names_is_flagged(order: tuple[int, int]) -> None:
+    """A print whose dots are long (6 columns of ink, 3 of paper: they read as dashes) and whose dashes are long
+    with short gaps (14 and 2: they read solid). Each curve's own reading gives the dashed name to the dots, and
+    the dotted name, on a trace that reads solid, is contradicted. The dashed name stood unflagged. But the dots
+    ink less of their length than the dashes, as dots do: the order of their shares of ink contradicts the names,
+    so both are flagged. Drawn as a dotted and a dashed curve usually are, the two readings agree: no flag."""
+    image, centres = _marked_scan([(6, 3), (14, 2)])
+    traces = [_trace(centres[k], 20.0, 520.0) for k in order]
+    naming = name_traces(traces, _styled_pair(("dotted", "dashed")), ScanPixels(image))
+    assert np.mean(np.abs(naming.traces[1].row - centres[0]) <= 2.0) == 1.0  # the dashed name on the dots
+    assert naming.identity == ["ambiguous", "ambiguous"]
+    for said, mnemonic in zip(naming.warnings, ("C0", "C1"), strict=True):
+        assert any(line.startswith(f"the trace named {mnemonic} (ink in ") and "the other way round" in line
+                   for line in said), said
+    image, centres = _marked_scan([(2, 4), (8, 4)])
+    traces = [_trace(centres[k], 20.0, 520.0) for k in order]
+    naming = name_traces(traces, _styled_pair(("dotted", "dashed")), ScanPixels(image))
+    for trace, drawn in zip(naming.traces, centres, strict=True):
+        assert np.mean(np.abs(trace.row - drawn) <= 2.0) == 1.0
+    assert naming.identity == ["hinted", "hinted"] and naming.warnings == [(), ()]

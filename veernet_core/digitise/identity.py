@@ -105,6 +105,18 @@ WEIGHT_WEIGHT = 0.5
 WEIGHT_CAP = 4.0
 WEIGHT_SIGNS = {"thick": 1.0, "thin": -1.0}
 
+# A track's declared styles in the order of their share of inked columns. In every stretch where two or more
+# traces are seen, a trace inked more of its columns than the traces' mean there (in DUTY_SCALE, at most 1) speaks
+# for the curves whose style inks more, by the square root of its columns. This order holds where each trace's own
+# reading misreads its style (long dots read as dashes, dashes with short gaps as solid), but it only flags: a pair
+# whose names it contradicts, over the whole track, by more than AMBIGUOUS_MARGIN and DUTY_SHARE of all it says
+# about them. Let it name the curves, it read the independent renderer's logs better but named a page generator
+# pair wrong without a flag (tuning seed 6060) and made the held-out pages' worst curve worse (bench/README.md,
+# 2026-12-04).
+DUTY = {"solid": 1.0, "dashed": 0.67, "dash-dot": 0.55, "dotted": 0.4}
+DUTY_SCALE = 0.1
+DUTY_SHARE = 0.2
+
 Assignment = tuple[int, ...]  # assignment[c] = the trace that calibrated curve c is read from
 
 
@@ -163,6 +175,14 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     warnings = [lines + _unseen_ink(curve, scan, calibration)
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
     identity = _doubted(identity, [seen for _, seen in read], calibration, shades)
+    if not assigned:
+        swapped = _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path)
+        shares = [_inked_share(curve_looks) for curve_looks in named_looks]
+        for i, j in swapped:
+            identity[i] = identity[j] = "ambiguous"
+            for a, b in ((i, j), (j, i)):
+                warnings[a] = (*warnings[a], _order_warning(calibration.curves[a], calibration.curves[b],
+                                                            shares[a], shares[b]))
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(vouched, kept, anchored, bounds), [()] * len(traces))
@@ -321,6 +341,57 @@ def _add_weights(evidence: list[np.ndarray], curves: tuple[CurveScale, ...],
             said = min(max((value - mean) / max(pen.error / max(pen.px, 0.5), 1e-3), -WEIGHT_CAP), WEIGHT_CAP)
             for c, sign in enumerate(signs):
                 scores[c, t] += WEIGHT_WEIGHT * sign * said
+
+
+def _duty_evidence(curves: tuple[CurveScale, ...], looks: list[list[Look | None]],
+                   like: list[np.ndarray]) -> list[np.ndarray] | None:
+    """Per stretch, (curves, traces): what each trace's share of inked columns, beside the other traces' there,
+    says of the curves' declared styles (DUTY); None where the declared styles do not differ in it."""
+    declared = np.array([DUTY.get(curve.style or "", np.nan) for curve in curves])
+    known = np.isfinite(declared)
+    if np.count_nonzero(known) < 2 or np.nanmax(declared) == np.nanmin(declared):
+        return None
+    said = np.where(known, (declared - np.nanmean(declared)) / (np.nanmax(declared) - np.nanmin(declared)), 0.0)
+    evidence = [np.zeros_like(scores) for scores in like]
+    for scores, row in zip(evidence, looks, strict=True):
+        seen = [(t, look) for t, look in enumerate(row) if look is not None]
+        if len(seen) < 2:
+            continue
+        shares = np.array([float(look.inked.mean()) for _, look in seen])
+        mean = float(shares.mean())
+        for (t, look), share in zip(seen, shares, strict=True):
+            scores[:, t] += math.sqrt(look.columns) * min(max((share - mean) / DUTY_SCALE, -1.0), 1.0) * said
+    return evidence
+
+
+def _order_doubted(evidence: list[np.ndarray] | None, path: list[Assignment]) -> list[tuple[int, int]]:
+    """The pairs of curves whose swap the `evidence` (`_duty_evidence`) favours over the whole track, by more
+    than AMBIGUOUS_MARGIN and DUTY_SHARE of what it says, stretch by stretch, either way."""
+    n = len(path[0]) if path else 0
+    if evidence is None or n < 2:
+        return []
+    pairs = []
+    for i, j in itertools.combinations(range(n), 2):
+        swapped = [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(n)) for a in path]
+        gain = np.array([_score(e, b) - _score(e, a) for e, a, b in zip(evidence, path, swapped, strict=True)])
+        if gain.sum() > max(AMBIGUOUS_MARGIN, DUTY_SHARE * float(np.abs(gain).sum())):
+            pairs.append((i, j))
+    return pairs
+
+
+def _inked_share(looks: list[Look | None]) -> float | None:
+    """The share of a named trace's seen columns that are inked."""
+    seen = [look for look in looks if look is not None]
+    columns = sum(look.columns for look in seen)
+    return sum(int(np.count_nonzero(look.inked)) for look in seen) / columns if columns else None
+
+
+def _order_warning(curve: CurveScale, other: CurveScale, share: float | None, others: float | None) -> str:
+    def inked(value: float | None) -> str:
+        return "" if value is None else f" (ink in {100 * value:.0f} % of its columns)"
+    return (f"the trace named {curve.mnemonic}{inked(share)} and the one named {other.mnemonic}{inked(others)} "
+            f"ink their lengths the other way round from their declared styles ({curve.style} and {other.style}): "
+            "the names may be swapped")
 
 
 def _add_anchors(evidence: list[np.ndarray], bounds: list[tuple[int, int]], traces: list[ColumnTrace],
