@@ -14,6 +14,7 @@ from PIL import Image
 
 from tests.core import naming_testkit
 from tests.core.naming_testkit import Drawn, RenderedLog, render, share_on_own_curve
+from veernet_core.digitise import identity
 from veernet_core.digitise.calibration import Calibration
 from veernet_core.digitise.curves import Digitised, digitise
 from veernet_core.digitise.export import ExportMeta, to_json, to_las
@@ -584,8 +585,9 @@ def _marked_scan(marks: list[tuple[int, int]], width: int = 2400,
     return image, centres
 
 
-def _styled_pair(styles: tuple[str, str]) -> Calibration:
-    curves = [{"mnemonic": f"C{k}", "left": 0, "right": 100, "style": s, "ink": "dark"} for k, s in enumerate(styles)]
+def _styled_pair(styles: tuple[str | None, ...]) -> Calibration:
+    curves = [{"mnemonic": f"C{k}", "left": 0, "right": 100, "ink": "dark", **({"style": s} if s else {})}
+              for k, s in enumerate(styles)]
     return Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1240.0, "unit": "ft"}, "track_top": 20,
                                   "track_bottom": 520, "step": 0.5, "curves": curves}, 540, 2400)
 
@@ -611,3 +613,15 @@ def test_a_pair_whose_shares_of_ink_contradict_their_names_is_flagged(order: tup
     for trace, drawn in zip(naming.traces, centres, strict=True):
         assert np.mean(np.abs(trace.row - drawn) <= 2.0) == 1.0
     assert naming.identity == ["hinted", "hinted"] and naming.warnings == [(), ()]
+
+
+def test_a_curve_of_no_declared_style_is_in_no_pair_the_shares_of_ink_flag() -> None:
+    """Three traces seen in one stretch, inked over a third, two thirds and a tenth of their columns, named a
+    dotted, a dashed and an unstyled curve. The dotted and the dashed are in the order their styles ink. The
+    unstyled one inks least, but it could be drawn in any style: that says nothing against the dotted name."""
+    curves = _styled_pair(("dotted", "dashed", None)).curves
+    looks = [Look(np.arange(120) % k < m, 150.0, 240.0, None) for k, m in ((3, 1), (3, 2), (10, 1))]
+    evidence = identity._duty_evidence(curves, [list(looks)], [np.zeros((3, 3))])
+    assert evidence is not None
+    assert identity._order_doubted(evidence, [(0, 1, 2)], curves) == []
+    assert identity._order_doubted(evidence, [(1, 0, 2)], curves) == [(0, 1)]  # the dotted name on the dashes

@@ -176,7 +176,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
     identity = _doubted(identity, [seen for _, seen in read], calibration, shades)
     if not assigned:
-        swapped = _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path)
+        swapped = _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path, calibration.curves)
         shares = [_inked_share(curve_looks) for curve_looks in named_looks]
         for i, j in swapped:
             identity[i] = identity[j] = "ambiguous"
@@ -364,14 +364,19 @@ def _duty_evidence(curves: tuple[CurveScale, ...], looks: list[list[Look | None]
     return evidence
 
 
-def _order_doubted(evidence: list[np.ndarray] | None, path: list[Assignment]) -> list[tuple[int, int]]:
-    """The pairs of curves whose swap the `evidence` (`_duty_evidence`) favours over the whole track, by more
-    than AMBIGUOUS_MARGIN and DUTY_SHARE of what it says, stretch by stretch, either way."""
+def _order_doubted(evidence: list[np.ndarray] | None, path: list[Assignment],
+                   curves: tuple[CurveScale, ...]) -> list[tuple[int, int]]:
+    """The pairs of curves, of declared styles that ink different shares (DUTY), whose swap the `evidence`
+    (`_duty_evidence`) favours over the whole track, by more than AMBIGUOUS_MARGIN and DUTY_SHARE of what it
+    says, stretch by stretch, either way. A curve of no declared style could ink any share: it is in no pair."""
     n = len(path[0]) if path else 0
     if evidence is None or n < 2:
         return []
+    duty = [DUTY.get(curve.style or "") for curve in curves]
     pairs = []
     for i, j in itertools.combinations(range(n), 2):
+        if duty[i] is None or duty[j] is None or duty[i] == duty[j]:
+            continue
         swapped = [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(n)) for a in path]
         gain = np.array([_score(e, b) - _score(e, a) for e, a, b in zip(evidence, path, swapped, strict=True)])
         if gain.sum() > max(AMBIGUOUS_MARGIN, DUTY_SHARE * float(np.abs(gain).sum())):
