@@ -442,11 +442,16 @@ def _pens_scan(pens: tuple[int, int], width: int = 2400, height: int = 540) -> t
     centres = [270.0 + 150.0 * np.sin(2 * np.pi * cols / 800.0), 270.0 - 150.0 * np.sin(2 * np.pi * cols / 800.0)]
     image = np.full((height, width), 255, np.uint8)
     for rows, pen in zip(centres, pens, strict=True):
-        for x in cols:
-            low = min(rows[x], rows[max(x - 1, 0)])
-            high = max(rows[x], rows[max(x - 1, 0)])  # a steep stroke covers the rows it moves over
-            image[int(round(low - (pen - 1) / 2)) : int(round(high + (pen - 1) / 2)) + 1, x] = 0
+        _ink(image, rows, pen, cols)
     return image, centres
+
+
+def _ink(image: np.ndarray, rows: np.ndarray, pen: int, cols: np.ndarray) -> None:
+    """In place: a black stroke `pen` px wide along `rows` in columns `cols`; a steep stroke covers the rows it
+    moves over from the column before."""
+    for x in cols:
+        low, high = sorted((rows[x], rows[max(x - 1, 0)]))
+        image[int(round(low - (pen - 1) / 2)) : int(round(high + (pen - 1) / 2)) + 1, x] = 0
 
 
 def _alike_pair() -> Calibration:
@@ -579,9 +584,7 @@ def _marked_scan(marks: list[tuple[int, int]], width: int = 2400,
     centres = [170.0 + 60.0 * np.sin(2 * np.pi * cols / 700.0), 370.0 + 60.0 * np.cos(2 * np.pi * cols / 900.0)]
     image = np.full((height, width), 255, np.uint8)
     for rows, (on, off) in zip(centres, marks, strict=True):
-        for x in cols[cols % (on + off) < on]:
-            low, high = sorted((rows[x], rows[max(x - 1, 0)]))
-            image[int(round(low - 1)) : int(round(high + 1)) + 1, x] = 0
+        _ink(image, rows, 3, cols[cols % (on + off) < on])
     return image, centres
 
 

@@ -176,13 +176,11 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
     identity = _doubted(identity, [seen for _, seen in read], calibration, shades)
     if not assigned:
-        swapped = _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path, calibration.curves)
-        shares = [_inked_share(curve_looks) for curve_looks in named_looks]
-        for i, j in swapped:
+        for i, j in _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path, calibration.curves):
             identity[i] = identity[j] = "ambiguous"
             for a, b in ((i, j), (j, i)):
                 warnings[a] = (*warnings[a], _order_warning(calibration.curves[a], calibration.curves[b],
-                                                            shares[a], shares[b]))
+                                                            _inked_share(named_looks[a]), _inked_share(named_looks[b])))
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(vouched, kept, anchored, bounds), [()] * len(traces))
@@ -377,7 +375,7 @@ def _order_doubted(evidence: list[np.ndarray] | None, path: list[Assignment],
     for i, j in itertools.combinations(range(n), 2):
         if duty[i] is None or duty[j] is None or duty[i] == duty[j]:
             continue
-        swapped = [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(n)) for a in path]
+        swapped = _swapped(path, i, j)
         gain = np.array([_score(e, b) - _score(e, a) for e, a, b in zip(evidence, path, swapped, strict=True)])
         if gain.sum() > max(AMBIGUOUS_MARGIN, DUTY_SHARE * float(np.abs(gain).sum())):
             pairs.append((i, j))
@@ -448,6 +446,11 @@ def _assignments(n: int) -> list[Assignment]:
 
 def _score(evidence: np.ndarray, assignment: Assignment) -> float:
     return float(sum(evidence[c, t] for c, t in enumerate(assignment)))
+
+
+def _swapped(path: list[Assignment], i: int, j: int) -> list[Assignment]:
+    """`path` with curves `i` and `j` read from each other's traces in every stretch."""
+    return [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(len(a))) for a in path]
 
 
 def _best_path(evidence: list[np.ndarray], links: _Links | None = None) -> list[Assignment]:
@@ -597,7 +600,7 @@ def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[
     total = float(lengths.sum())
     ambiguous: set[int] = set()
     for i, j in itertools.combinations(range(n), 2):
-        swapped = [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(n)) for a in path]
+        swapped = _swapped(path, i, j)
         lost = np.array([_score(e, a) - _score(e, b) for e, a, b in zip(evidence, path, swapped, strict=True)])
         if _cheap_swap(lost, lengths, total):
             ambiguous |= {i, j}
