@@ -29,7 +29,10 @@ curves column by column (what the error would be if every curve were named right
 re-matches them only stretch by stretch between the places where traces meet (what it would be if the
 naming were right everywhere and the tracer's continuity between meetings kept), so mae - stretch_named
 is the naming's share of the error and stretch_named - identity_blind the share of traces that change
-curves away from any meeting; `iou` per class from pixel counts over all logs.
+curves away from any meeting (both given overall, per position and per factor level: on a level such as
+`told_apart_by=style` the naming's share is what the hints failed to name; each curve is re-matched within
+its whole log, which minimises the log's error, not each curve's, so a level's may exceed its own `mae_pct`);
+`iou` per class from pixel counts over all logs.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from digitise_figures import (  # noqa: E402
     Row,
     figures,
     grouped,
+    levels,
     named_right,
     nearest_per_column,
     nearest_per_stretch,
@@ -187,9 +191,13 @@ def rematched(rows: list[Row], match: Matcher) -> list[Row]:
     return out
 
 
-def rematched_figures(rows: list[Row], by_position: dict[str, Any]) -> dict[str, float | None]:
+def rematched_figures(rows: list[Row], by_position: dict[str, Any],
+                      by_factor: dict[str, Any] | None = None) -> dict[str, float | None]:
     """The mean error with the traces re-matched by each of REMATCHES, over all curves (returned) and, in
-    place, in each position's figures of `by_position`: each re-matching done once."""
+    place, in each position's figures of `by_position` and, where given, each factor level's of `by_factor`
+    (a curve's error re-matched within its whole log, then averaged over the level's curves, so that the
+    naming's share of a level's error, mae - stretch_named, reads beside the level's own figures): each
+    re-matching done once."""
     overall: dict[str, float | None] = {}
     for name, match in REMATCHES:
         matched = rematched(rows, match)
@@ -197,6 +205,15 @@ def rematched_figures(rows: list[Row], by_position: dict[str, Any]) -> dict[str,
         for position, figs in per_position(matched).items():
             if by_position.get(position) is not None:
                 by_position[position][name] = figs["mae_pct"] if figs else None
+        if by_factor is None:
+            continue
+        groups: dict[tuple[str, str], list[Row]] = {}
+        for row in matched:
+            for factor, level in levels(row).items():
+                groups.setdefault((factor, level), []).append(row)
+        for (factor, level), group in groups.items():
+            if by_factor.get(factor, {}).get(level) is not None:
+                by_factor[factor][level][name] = (figures(group) or {}).get("mae_pct")
     return overall
 
 
@@ -328,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         resampled, refused, hints = resampled + was_resampled, refused + was_refused, hints + hints_read
     result = _result(args, scale, classes, counts, rows)
     by_position, by_factor = grouped(rows)
-    result.update(rematched_figures(rows, by_position))
+    result.update(rematched_figures(rows, by_position, by_factor))
     result.update({"resampled_logs": resampled, "refused_logs": refused, "model_scale": training_scale(state),
                    "calibration_hints": "read" if hints == args.logs else ("ignored" if not hints else "mixed"),
                    "by_position": by_position, "by_factor": by_factor, "worst": worst(by_position, by_factor),

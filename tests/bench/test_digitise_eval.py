@@ -282,6 +282,29 @@ def test_stretch_named_error_lies_between_the_identity_blind_and_the_named_error
         assert by_position[position]["stretch_named_mae_pct"] == 0.0 == by_position[position]["identity_blind_mae_pct"]
 
 
+def test_each_factor_level_reads_the_namings_share_of_its_own_error() -> None:
+    # Two logs: one pair told apart by style, traced right but named swapped after the place where they
+    # cross; one pair that nothing tells apart, named right, one trace off its curve over a stretch.
+    preds, truths = _crossing_pair()
+    off = [truths[0].copy(), truths[1].copy()]
+    off[1][25:35] += 0.3
+    rows = []
+    for (traces, curves), told, styles in (((preds, truths), "style", ("solid", "dashed")),
+                                           ((off, truths), "none", ("solid", "solid"))):
+        for row, style in zip(_rows(traces, curves), styles, strict=True):
+            rows.append({**row, "style": style, "ink_class": "dark", "stroke_px": 2, "wrap": "none",
+                         "identity": "hinted", "told_apart_by": told, "factors": {}})
+    by_position, by_factor = digitise_figures.grouped(rows)
+    digitise_eval.rematched_figures(rows, by_position, by_factor)
+    style, none = by_factor["told_apart_by"]["style"], by_factor["told_apart_by"]["none"]
+    assert style["mae_pct"] > 10.0 and style["stretch_named_mae_pct"] == 0.0 == style["identity_blind_mae_pct"]
+    assert none["mae_pct"] > 1.0  # the trace off its curve: tracing, not naming
+    assert none["stretch_named_mae_pct"] == pytest.approx(none["mae_pct"])
+    assert none["identity_blind_mae_pct"] == pytest.approx(none["mae_pct"])
+    solid = by_factor["style"]["solid"]  # a level across both logs: each curve re-matched within its own log
+    assert 0.0 < solid["stretch_named_mae_pct"] < solid["mae_pct"]
+
+
 def test_reduced_truth_marks_every_reduced_pixel_a_curve_s_ink_falls_in() -> None:
     mask = np.zeros((100, 200), dtype=np.int64)
     mask[37, :] = 1  # a 1-px line: a tenth of each reduced pixel it crosses
