@@ -30,7 +30,17 @@ from veernet_core.digitise.identity import (
     doubled,
     name_traces,
 )
-from veernet_core.digitise.ink import MIN_DARKNESS, Look, Page, ScanPixels, looks_along, page_of, stroke_widths
+from veernet_core.digitise.ink import (
+    MIN_DARKNESS,
+    Look,
+    Page,
+    ScanPixels,
+    looks_along,
+    marks_style,
+    page_of,
+    stroke_widths,
+    style_label,
+)
 from veernet_core.digitise.predict import load_colour
 from veernet_core.digitise.tracer import ColumnTrace
 
@@ -597,12 +607,12 @@ def _styled_pair(styles: tuple[str | None, ...]) -> Calibration:
 
 @pytest.mark.parametrize("order", [(0, 1), (1, 0)])
 def test_a_pair_whose_shares_of_ink_contradict_their_names_is_flagged(order: tuple[int, int]) -> None:
-    """A print whose dots are long (6 columns of ink, 3 of paper: they read as dashes) and whose dashes are long
+    """A print whose dots are long (7 columns of ink, 3 of paper: they read as dashes) and whose dashes are long
     with short gaps (14 and 2: they read solid). Each curve's own reading gives the dashed name to the dots, and
     the dotted name, on a trace that reads solid, is contradicted. The dashed name stood unflagged. But the dots
     ink less of their length than the dashes, as dots do: the order of their shares of ink contradicts the names,
     so both are flagged. Drawn as a dotted and a dashed curve usually are, the two readings agree: no flag."""
-    image, centres = _marked_scan([(6, 3), (14, 2)])
+    image, centres = _marked_scan([(7, 3), (14, 2)])
     traces = [_trace(centres[k], 20.0, 520.0) for k in order]
     naming = name_traces(traces, _styled_pair(("dotted", "dashed")), ScanPixels(image))
     assert np.mean(np.abs(naming.traces[1].row - centres[0]) <= 2.0) == 1.0  # the dashed name on the dots
@@ -628,3 +638,56 @@ def test_a_curve_of_no_declared_style_is_in_no_pair_the_shares_of_ink_flag() -> 
     assert evidence is not None
     assert identity._order_doubted(evidence, [(0, 1, 2)], curves) == []
     assert identity._order_doubted(evidence, [(1, 0, 2)], curves) == [(0, 1)]  # the dotted name on the dashes
+
+
+
+def _zigzag_scan(width: int = 2400, height: int = 540) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A solid curve (2 px pen) and a dotted one (square dots 4 px across, one every 4 columns), apart all along,
+    both on a path that zigzags 3 rows either way (a noisy log printed fine). The dots cover every column, and
+    each dot lies within 2 rows of the next, so they touch in the band a trace sweeps; on the scan they are apart.
+    (The scan, each curve's centre row per column.)"""
+    cols = np.arange(width)
+    solid = 160.0 + 50.0 * np.sin(2 * np.pi * cols / 700.0) + np.where((cols // 3) % 2 == 0, -3.0, 3.0)
+    first = np.round(380.0 + 50.0 * np.cos(2 * np.pi * cols[::4] / 900.0) + np.where(np.arange(cols[::4].size) % 2 == 0,
+                                                                                    -3.0, 3.0)).astype(int)
+    image = np.full((height, width), 255, np.uint8)
+    _ink(image, solid, 2, cols)
+    for x, top in zip(cols[::4], first - 2, strict=True):
+        image[top : top + 4, x : x + 4] = 0
+    dotted = np.repeat(first - 0.5, 4)[:width]
+    return image, [solid, dotted]
+
+
+def test_dots_that_touch_along_a_traces_band_speak_for_a_dotted_curve() -> None:
+    image, centres = _zigzag_scan()
+    calibration = _styled_pair(("solid", "dotted"))
+    scan = ScanPixels(image)
+    page = page_of(scan, 20.0, 520.0)
+    cols = np.arange(image.shape[1])
+    # What the columns and the marks read: the dots are solid by both.
+    look = looks_along(scan, page, centres[1], cols, 2, [(0, cols.size)], 3)[0]
+    assert look is not None and style_label(look) == "solid"
+    assert marks_style(scan, page, centres[1], cols, 2, 2).style == "solid"
+    traces = [_trace(rows, 20.0, 520.0) for rows in centres]
+    bounds = [(0, 1200), (1200, 2400)]
+    evidence = [np.zeros((2, 2)) for _ in bounds]
+    identity._add_dots(evidence, calibration.curves, scan, page, traces, bounds, np.zeros(cols.size, bool), 2)
+    for scores in evidence:  # (curves, traces): each stretch's 1,200 columns, fully one way or the other
+        said = identity.DOT_WEIGHT * math.sqrt(1200)
+        assert scores.ravel().tolist() == pytest.approx([said, -said, -said, said])
+    untouched = [np.zeros((2, 2)) for _ in bounds]  # no dotted curve declared: nothing to say
+    identity._add_dots(untouched, _styled_pair(("solid", "dashed")).curves, scan, page, traces, bounds,
+                       np.zeros(cols.size, bool), 2)
+    assert all(not scores.any() for scores in untouched)
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_a_dotted_curve_whose_dots_read_solid_is_named_and_not_warned_against(order: tuple[int, int]) -> None:
+    """The looks and the marks read the zigzag dots solid; the dots on the scan bear the dotted hint out, so
+    neither curve's name is in doubt, whichever trace the tracer gave first."""
+    image, centres = _zigzag_scan()
+    traces = [_trace(centres[k], 20.0, 520.0) for k in order]
+    naming = name_traces(traces, _styled_pair(("solid", "dotted")), ScanPixels(image))
+    for trace, drawn in zip(naming.traces, centres, strict=True):
+        assert np.mean(np.abs(trace.row - drawn) <= 2.0) == 1.0
+    assert naming.identity == ["hinted", "hinted"] and naming.warnings == [(), ()]

@@ -28,6 +28,7 @@ import numpy as np
 
 from veernet_core.digitise.calibration import Calibration, CurveScale
 from veernet_core.digitise.calibration_fields import INK_COLOURS, INK_SHADES
+from veernet_core.digitise.dots import dotted_columns
 from veernet_core.digitise.ink import (
     MARK_STYLES,
     PEN_QUANTUM,
@@ -105,6 +106,14 @@ WEIGHT_WEIGHT = 0.5
 WEIGHT_CAP = 4.0
 WEIGHT_SIGNS = {"thick": 1.0, "thin": -1.0}
 
+# A trace's share of columns on dots speaks for a dotted curve and against one of another declared style, by
+# DOT_WEIGHT per square root of a stretch's columns: fully at DOT_HIGH of its columns or more, fully against at
+# DOT_LOW or less. Along the true rows of 30 full-resolution logs (tuning seed 7777) dotted curves had 0.36 of
+# their columns on dots or more on the independent renderer and 0.56 or more on the generator; other styles 0.14
+# and 0.23 at the 90th percentile (`dots`; bench/README.md, 2026-12-05).
+DOT_WEIGHT = 0.5
+DOT_LOW, DOT_HIGH = 0.1, 0.4
+
 # A track's declared styles in the order of their share of inked columns. In every stretch where two or more
 # traces are seen, a trace inked more of its columns than the traces' mean there (in DUTY_SCALE, at most 1) speaks
 # for the curves whose style inks more, by the square root of its columns. This order holds where each trace's own
@@ -147,6 +156,8 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     bridge = round(BRIDGE_SHARE * span)
     if scan is not None and page is not None:
         _add_marks(evidence, calibration.curves, scan, page, traces, bounds, near, half, bridge)
+    if scan is not None and page is not None:
+        _add_dots(evidence, calibration.curves, scan, page, traces, bounds, near, half)
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     # The names' verdicts stand on the evidence without the weights: a pen's width names curves better than
@@ -316,6 +327,37 @@ def _add_marks(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan:
         per_stretch = summed[np.searchsorted(cols, stops)] - summed[np.searchsorted(cols, starts)]
         for scores, said in zip(evidence, MARKS_WEIGHT * per_stretch[:, declared], strict=True):
             scores[styled, t] += said
+
+
+def _add_dots(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan: ScanPixels, page: Page,
+              traces: list[ColumnTrace], bounds: list[tuple[int, int]], near: np.ndarray, half: int) -> None:
+    """In place, in a track that declares dotted curves beside curves of other styles: in every stretch, a
+    trace's share of columns on dots (`dots.dotted_columns`: its ink there a piece of a few pen widths) speaks
+    for the dotted curves and against the others, DOT_WEIGHT by the square root of its columns, fully from
+    DOT_HIGH up and fully the other way at DOT_LOW or below. Where a dotted curve moves several rows a column
+    its dots cover most columns and touch along the band the marks read, so both other readings take it for
+    solid; its dots are still apart on the scan."""
+    styled = [c for c, curve in enumerate(curves) if curve.style is not None]
+    dotted = [c for c in styled if curves[c].style == "dotted"]
+    if not dotted or len(dotted) == len(styled):
+        return
+    sign = np.array([1.0 if curves[c].style == "dotted" else -1.0 for c in styled])
+    starts = np.array([a for a, _ in bounds])
+    stops = np.array([b for _, b in bounds])
+    for t, trace in enumerate(traces):
+        cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
+        if cols.size < 2:
+            continue
+        found, dots = dotted_columns(scan, page, trace.row[cols], cols, half)
+        seen = np.concatenate([[0], np.cumsum(found)])
+        on_dots = np.concatenate([[0], np.cumsum(dots)])
+        a, b = np.searchsorted(cols, starts), np.searchsorted(cols, stops)
+        n = seen[b] - seen[a]
+        share = (on_dots[b] - on_dots[a]) / np.maximum(n, 1)
+        said = DOT_WEIGHT * np.sqrt(n) * (2.0 * np.clip((share - DOT_LOW) / (DOT_HIGH - DOT_LOW), 0.0, 1.0) - 1.0)
+        said = np.where(n >= MIN_COLUMNS, said, 0.0)
+        for scores, value in zip(evidence, said, strict=True):
+            scores[styled, t] += value * sign
 
 
 def _weights_differ(curves: tuple[CurveScale, ...]) -> bool:
@@ -669,6 +711,16 @@ class _Reading:
         cols = np.flatnonzero(np.isfinite(trace.row) & ~self.near)
         return marks_style(self.scan, self.page, trace.row[cols], cols, self.half, self.bridge)
 
+    def on_dots(self, trace: ColumnTrace) -> bool:
+        """Whether the trace's ink lies on dots (`dots.dotted_columns`) in DOT_HIGH of its columns or more, over
+        at least MIN_WARN_COLUMNS."""
+        if self.scan is None or self.page is None:
+            return False
+        cols = np.flatnonzero(np.isfinite(trace.row) & ~self.near)
+        found, dots = dotted_columns(self.scan, self.page, trace.row[cols], cols, self.half)
+        seen = int(np.count_nonzero(found))
+        return seen >= MIN_WARN_COLUMNS and int(np.count_nonzero(dots)) >= DOT_HIGH * seen
+
 
 Seen = tuple[tuple[str, str], ...]  # per hint the scan contradicts: (the hint's field, what the scan shows instead)
 
@@ -777,6 +829,8 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
         inked = float(np.concatenate([look.inked for look in seen]).mean())
         looked = _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen, style_label)
         marked = reading.marks(trace) if curve.style is not None and looked != curve.style else None
+        if curve.style == "dotted" and marked is not None and marked.style == "solid" and reading.on_dots(trace):
+            looked, marked = "dotted", None  # dots that touch in its band, both readings' solid, apart on the scan
         style = curve.style
         breaks = "" if marked is None else (f"{marked.breaks} breaks in its ink along {marked.length:.0f} stroke "
                                             "widths of its path")
