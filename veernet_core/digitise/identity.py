@@ -315,18 +315,23 @@ def _add_marks(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan:
     if not styled:
         return
     declared = [MARK_STYLES.index(curves[c].style) for c in styled]
-    starts = np.array([a for a, _ in bounds])
-    stops = np.array([b for _, b in bounds])
     for t, trace in enumerate(traces):
         cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
         if cols.size < 2:
             continue
         loglik = marks_evidence(scan, page, trace.row[cols], cols, half, bridge).loglik
-        loglik = loglik - loglik.mean(axis=1, keepdims=True)
-        summed = np.concatenate([np.zeros((1, loglik.shape[1])), np.cumsum(loglik, axis=0)])
-        per_stretch = summed[np.searchsorted(cols, stops)] - summed[np.searchsorted(cols, starts)]
+        per_stretch = _stretch_sums(loglik - loglik.mean(axis=1, keepdims=True), cols, bounds)
         for scores, said in zip(evidence, MARKS_WEIGHT * per_stretch[:, declared], strict=True):
             scores[styled, t] += said
+
+
+def _stretch_sums(values: np.ndarray, cols: np.ndarray, bounds: list[tuple[int, int]]) -> np.ndarray:
+    """Per stretch of `bounds`, the sum of `values` over a trace's measured columns `cols` (ascending; `values`
+    has one row per column)."""
+    summed = np.concatenate([np.zeros((1, *values.shape[1:])), np.cumsum(values, axis=0)])
+    starts = np.searchsorted(cols, [a for a, _ in bounds])
+    stops = np.searchsorted(cols, [b for _, b in bounds])
+    return summed[stops] - summed[starts]
 
 
 def _add_dots(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan: ScanPixels, page: Page,
@@ -342,18 +347,13 @@ def _add_dots(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan: 
     if not dotted or len(dotted) == len(styled):
         return
     sign = np.array([1.0 if curves[c].style == "dotted" else -1.0 for c in styled])
-    starts = np.array([a for a, _ in bounds])
-    stops = np.array([b for _, b in bounds])
     for t, trace in enumerate(traces):
         cols = np.flatnonzero(np.isfinite(trace.row) & ~near)
         if cols.size < 2:
             continue
         found, dots = dotted_columns(scan, page, trace.row[cols], cols, half)
-        seen = np.concatenate([[0], np.cumsum(found)])
-        on_dots = np.concatenate([[0], np.cumsum(dots)])
-        a, b = np.searchsorted(cols, starts), np.searchsorted(cols, stops)
-        n = seen[b] - seen[a]
-        share = (on_dots[b] - on_dots[a]) / np.maximum(n, 1)
+        n, on_dots = _stretch_sums(np.stack([found, dots], axis=1).astype(np.float64), cols, bounds).T
+        share = on_dots / np.maximum(n, 1)
         said = DOT_WEIGHT * np.sqrt(n) * (2.0 * np.clip((share - DOT_LOW) / (DOT_HIGH - DOT_LOW), 0.0, 1.0) - 1.0)
         said = np.where(n >= MIN_COLUMNS, said, 0.0)
         for scores, value in zip(evidence, said, strict=True):
