@@ -156,7 +156,6 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     bridge = round(BRIDGE_SHARE * span)
     if scan is not None and page is not None:
         _add_marks(evidence, calibration.curves, scan, page, traces, bounds, near, half, bridge)
-    if scan is not None and page is not None:
         _add_dots(evidence, calibration.curves, scan, page, traces, bounds, near, half)
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
