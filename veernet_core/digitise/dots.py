@@ -17,10 +17,13 @@ solid ones (bench/README.md, 2026-12-05). `identity` weighs that share for and a
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from veernet_core.digitise.ink import MIN_DARKNESS, Page, ScanPixels, stroke_widths
-from veernet_core.digitise.marks import INK_SHARE, _joined
+from veernet_core.digitise.marks import _joined, ink_floor
+from veernet_core.digitise.runs import mask_runs
 
 DOT_WIDTHS = 3.0  # a piece of ink at most this many pen widths across is a dot,
 DOT_AREA = 2.0  # and of at most this many squares of a pen width and a pixel (a dash folded on a steep path is not)
@@ -31,11 +34,7 @@ def pieces(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     run's connected piece (8-connected), and each piece's extent (the larger of its columns and rows) and ink
     pixels, indexed by the piece's label."""
     width = ink.shape[1]
-    edges = np.diff(np.pad(ink, ((1, 1), (0, 0))).astype(np.int8), axis=0)
-    start_row, start_col = np.nonzero(edges == 1)
-    stop_row, stop_col = np.nonzero(edges == -1)
-    order_a, order_b = np.lexsort((start_row, start_col)), np.lexsort((stop_row, stop_col))
-    col, lo, hi = start_col[order_a], start_row[order_a], stop_row[order_b] - 1
+    col, lo, hi = mask_runs(ink)
     piece = _joined(col, lo, hi, np.arange(width), 0)
     n = piece.size
     first_col, last_col = np.full(n, width), np.full(n, -1)
@@ -55,7 +54,7 @@ def dotted_columns(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndar
     rows of it, and whether that ink is a dot: a piece at most DOT_WIDTHS of the trace's pen widths across
     (`ink.stroke_widths` over the whole trace) and of at most DOT_AREA squares of a pen width and a pixel (a dash
     folded on a steep path is as compact as a dot, but holds more ink). Ink is what is darker than the paper by
-    INK_SHARE of the typical darkness under the trace (but MIN_DARKNESS at least), as the marks read it."""
+    the marks' share of the typical darkness under the trace (`marks.ink_floor`, MIN_DARKNESS at least)."""
     found = np.zeros(cols.size, dtype=bool)
     dotted = np.zeros(cols.size, dtype=bool)
     if cols.size == 0:
@@ -69,10 +68,10 @@ def dotted_columns(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndar
     block = page.paper[None, :] - gray[first : last + 1].astype(np.float32)  # darkness, the rows the trace spans
     centre = np.clip(np.rint(rows).astype(np.int64) - first, 0, block.shape[0] - 1)
     under = np.concatenate([block[np.clip(centre + d, 0, block.shape[0] - 1), cols] for d in range(-half, half + 1)])
-    under = under[under >= MIN_DARKNESS]
-    if under.size == 0:
+    floor = ink_floor(under, MIN_DARKNESS)
+    if not math.isfinite(floor):
         return found, dotted
-    ink = block >= max(MIN_DARKNESS, INK_SHARE * float(np.median(under)))
+    ink = block >= floor
     run_col, run_lo, run_hi, piece, extent, pixels = pieces(ink)
     bounds = np.searchsorted(run_col, np.arange(ink.shape[1] + 1))
     count = bounds[cols + 1] - bounds[cols]

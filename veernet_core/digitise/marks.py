@@ -16,6 +16,7 @@ threshold or the grid remover cut it, while a dash's gap is 8 px or more.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,8 +52,7 @@ def marks_along(gray: np.ndarray, paper: np.ndarray, rows: np.ndarray, cols: np.
     column = np.repeat(np.arange(cols.size), count)
     row = np.repeat(lo, count) + (np.arange(int(count.sum())) - np.repeat(first, count))
     darkness = paper[cols[column]] - gray[row, cols[column]]
-    ink = darkness[darkness >= least]
-    on = darkness >= (max(least, INK_SHARE * float(np.median(ink))) if ink.size else np.inf)
+    on = darkness >= ink_floor(darkness, least)
     opens = np.zeros(on.size, dtype=bool)
     opens[first] = True
     closes = np.zeros(on.size, dtype=bool)
@@ -72,6 +72,13 @@ def marks_along(gray: np.ndarray, paper: np.ndarray, rows: np.ndarray, cols: np.
     width = float(np.median(run_hi[flat] - run_lo[flat] + 1)) if flat.any() else 1.0
     step = np.where(follows, np.hypot(1.0, rows - before), 1.0)
     return MarkTrack(label, pixels, max(width, 1.0), step)
+
+
+def ink_floor(darkness: np.ndarray, least: float) -> float:
+    """The darkness from which a pixel is ink, among pixels of `darkness`: INK_SHARE of the typical darkness of
+    those at least `least` darker than the paper, but `least` at least; infinite where none is."""
+    ink = darkness[darkness >= least]
+    return max(least, INK_SHARE * float(np.median(ink))) if ink.size else math.inf
 
 
 def _joined(run_col: np.ndarray, run_lo: np.ndarray, run_hi: np.ndarray, cols: np.ndarray,

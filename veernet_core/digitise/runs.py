@@ -48,15 +48,20 @@ class RunTable:
         return self._chunks[chunk]
 
 
-def _block_runs(prob: np.ndarray, threshold: float, offset: int) -> tuple[np.ndarray, ...]:
-    """(column, lo, hi, centre, confidence) of every run in a block of columns, ordered by column then row."""
-    height = prob.shape[0]
-    on = prob >= threshold
+def mask_runs(on: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(column, first row, last row) of every run of True rows in each column of a (H, W) bool mask, ordered by
+    column then row."""
     edges = np.diff(np.pad(on, ((1, 1), (0, 0))).astype(np.int8), axis=0)
     start_row, start_col = np.nonzero(edges == 1)
     stop_row, stop_col = np.nonzero(edges == -1)
     order_a, order_b = np.lexsort((start_row, start_col)), np.lexsort((stop_row, stop_col))
-    cols, lo, hi = start_col[order_a], start_row[order_a], stop_row[order_b] - 1
+    return start_col[order_a], start_row[order_a], stop_row[order_b] - 1
+
+
+def _block_runs(prob: np.ndarray, threshold: float, offset: int) -> tuple[np.ndarray, ...]:
+    """(column, lo, hi, centre, confidence) of every run in a block of columns, ordered by column then row."""
+    height = prob.shape[0]
+    cols, lo, hi = mask_runs(prob >= threshold)
     if cols.size == 0:
         empty = np.zeros(0)
         return cols + offset, lo, hi, empty, empty
