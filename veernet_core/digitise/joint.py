@@ -40,6 +40,7 @@ import numpy as np
 
 from veernet_core.digitise.calibration_fields import INK_COLOURS
 from veernet_core.digitise.colours import ink_line, mismatch
+from veernet_core.digitise.joint_loop import centroids, cheapest_path, runs_under
 from veernet_core.digitise.runs import RunTable
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, _bridge
 
@@ -96,7 +97,7 @@ def trace_joint(prob: np.ndarray, top: float, bottom: float, hints: list[CurveHi
     seen = _tones_seen(grid, tone, hints, paths)
     if seen is not None:  # the hints name no tones, but the curves found show two: each keeps its own
         costs = [_own_cost(grid, hint, _tone_cost(grid, tone, hint, seen)) for hint in seen]
-    for _ in range(ROUNDS):
+    for _ in range(ROUNDS if len(hints) > 1 or seen is not None else 0):  # one curve alone: its path again
         for k in range(len(hints)):
             paths[k] = _viterbi(costs[k] + _share_cost(grid, paths, k, hints), grid, hint_levels(hints[k]),
                                 top, span)
@@ -293,65 +294,24 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     anywhere else is a move across the whole track. A move between two columns costs MOVE_COST per pixel
     of paper it crosses (in either column) and INK_SPACING of that per pixel of ink (a steep stretch or a
     kick is drawn as a run of ink across the rows it moves over; a jump onto another curve is not), plus
-    WRAP_COST per edge it passes. After a gap a curve may come back anywhere on its level (JUMP_COST)."""
+    WRAP_COST per edge it passes. After a gap a curve may come back anywhere on its level (JUMP_COST).
+    The loop over the columns is compiled (`joint_loop.cheapest_path`): a full-resolution track of tens of
+    thousands of columns takes a small share of a second."""
     width, bins = cost.shape
-    n_levels = len(levels)
     f = (grid.centre - top) / span
     position = np.concatenate([(f + level) * span for level in levels])  # pixels, unwrapped, ascending
-    states = n_levels * bins
-    index = np.arange(states)
-    slopes = _slopes(grid, position, n_levels)
-    wraps = _wrap_steps(position, bins, min(bins, max(1, math.ceil(EDGE_MARGIN * bins))))
+    margin = min(bins, max(1, math.ceil(EDGE_MARGIN * bins)))
+    wraps = _wrap_steps(position, bins, margin)
+    sources = np.array([w[0] for w in wraps], dtype=np.int64).reshape(len(wraps), margin)
+    targets = np.array([w[1] for w in wraps], dtype=np.int64).reshape(len(wraps), margin)
+    steps = np.array([w[2] for w in wraps], dtype=np.float64).reshape(len(wraps), margin, margin)
     level_of = np.repeat(np.array(levels, dtype=np.int8), bins)
     off_level = np.repeat(np.array([LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
-    here = np.tile(cost.astype(np.float64), (1, n_levels)) + off_level[None, :]  # (W, states)
-    back = np.zeros((width, states), dtype=np.int16 if states < 32000 else np.int32)
     start = np.repeat(np.array([START_LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
-    total = here[0] + start
-    firsts = np.arange(n_levels) * bins
-    for col in range(1, width):
-        slope = slopes[col - 1]
-        down = total - slope  # from a state at or above: cummin over ascending positions
-        best_down = np.minimum.accumulate(down)
-        from_down = np.maximum.accumulate(np.where(down == best_down, index, 0))
-        up = (total + slope)[::-1]
-        best_up = np.minimum.accumulate(up)
-        from_up = (states - 1 - np.maximum.accumulate(np.where(up == best_up, index, 0)))[::-1]
-        via_down, via_up = best_down + slope, best_up[::-1] - slope
-        came = np.where(via_down <= via_up, from_down, from_up)
-        moved = np.minimum(via_down, via_up)
-        for sources, targets, step in wraps:
-            through = total[sources][:, None] + step
-            best = np.argmin(through, axis=0)
-            cheaper = through[best, np.arange(targets.size)]
-            better = cheaper < moved[targets]
-            moved[targets] = np.where(better, cheaper, moved[targets])
-            came[targets] = np.where(better, sources[best], came[targets])
-        jump = np.repeat(np.argmin(total.reshape(n_levels, bins), axis=1) + firsts, bins)
-        far = total[jump] + JUMP_COST
-        jumped = far < moved
-        back[col] = np.where(jumped, jump, came)
-        total = np.where(jumped, far, moved) + here[col]
-    state = int(np.argmin(total))
-    chosen = np.empty(width, dtype=np.int64)
-    for col in range(width - 1, -1, -1):
-        chosen[col] = state
-        state = int(back[col, state])
+    chosen = cheapest_path(np.ascontiguousarray(cost), np.ascontiguousarray(grid.ink),
+                           position, off_level, start, sources, targets, steps,
+                           MOVE_COST, INK_SPACING, HOP_COST, JUMP_COST)
     return chosen % bins, level_of[chosen]
-
-
-def _slopes(grid: _Grid, position: np.ndarray, n_levels: int) -> np.ndarray:
-    """(W - 1, states) cumulative cost of moving up the unwrapped positions between each column and the
-    next: MOVE_COST per pixel, INK_SPACING of that where both columns' bins are ink in either column,
-    HOP_COST between one level's last bin and the next level's first (a change of level away from the
-    edges; `_wrap_steps` are those through them)."""
-    bins = grid.ink.shape[0]
-    ink = grid.ink.T.astype(np.float64)
-    either = np.tile(np.maximum(ink[:-1], ink[1:]), (1, n_levels))  # (W - 1, states)
-    along = np.minimum(either[:, :-1], either[:, 1:])
-    steps = (MOVE_COST * np.diff(position))[None, :] * (1.0 - (1.0 - INK_SPACING) * along)
-    steps[:, bins - 1 :: bins] += HOP_COST
-    return np.concatenate([np.zeros((steps.shape[0], 1)), np.cumsum(steps, axis=1)], axis=1)
 
 
 def _wrap_steps(position: np.ndarray, bins: int, margin: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -380,27 +340,36 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
     ink = grid.ink
     heights = runs.arrays[1] - runs.arrays[0] + 1
     stroke = float(np.median(heights)) if heights.size else 1.0  # most runs are a stroke across a curve
-    for col in range(width):
+    if count == 0:
+        return []
+    lo_all, hi_all, _, confidence_all = runs.arrays[:4]
+    under = runs_under(np.ascontiguousarray(ink), np.stack([p[0] for p in paths]).astype(np.int64), lo_all, hi_all,
+                       np.asarray(runs.bounds, dtype=np.int64), grid.first, grid.step)
+    shared = np.zeros(width, dtype=bool)  # a run two paths are in: split between them below
+    for a in range(count):
+        for b in range(a + 1, count):
+            shared |= (under[a] >= 0) & (under[a] == under[b])
+    for k in range(count):
+        alone = np.flatnonzero((under[k] >= 0) & ~shared)
+        run = under[k, alone]
+        rows[k, alone] = centroids(prob, alone, lo_all[run], hi_all[run])
+        conf[k, alone] = confidence_all[run]
+    for col in np.flatnonzero(shared).tolist():
         lists, first, last = runs.column(col)
-        if first == last:
-            continue
         lo, hi, confidence = lists[0], lists[1], lists[3]
         members: dict[int, list[int]] = {}
-        for k, (b, _) in enumerate(paths):
-            if ink[b[col], col] < 0.5:
-                continue
-            run = _run_under(lo, hi, first, last, grid, int(b[col]))
-            if run >= 0:
-                members.setdefault(run, []).append(k)
-        for run, ks in members.items():
+        for k in range(count):
+            if under[k, col] >= 0:
+                members.setdefault(int(under[k, col]) - runs.bounds[col] + first, []).append(k)
+        for run_index, ks in members.items():
             wanted = [grid.centre[paths[k][0][col]] for k in ks]
             steep = [_steep(grid, paths[k][0], col, stroke) for k in ks]
             if len(ks) > 1 and any(steep) and not all(steep):
-                centres = _crossed(prob, col, lo[run], hi[run], wanted, steep, stroke)
+                centres = _crossed(prob, col, lo[run_index], hi[run_index], wanted, steep, stroke)
             else:
-                centres = _centres(prob, col, lo[run], hi[run], wanted)
+                centres = _centres(prob, col, lo[run_index], hi[run_index], wanted)
             for k, centre in zip(ks, centres, strict=True):
-                rows[k, col], conf[k, col] = centre, confidence[run]
+                rows[k, col], conf[k, col] = centre, confidence[run_index]
     traces = []
     for k, (_, level) in enumerate(paths):
         lev = np.where(np.isfinite(rows[k]), level, 0).astype(np.int8)
@@ -408,19 +377,6 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
         bridged = _bridge(u, lev, conf[k], options.max_gap)
         traces.append(ColumnTrace(u, lev, top + (u - lev) * span, conf[k], bridged))
     return traces
-
-
-def _run_under(lo: list[int], hi: list[int], first: int, last: int, grid: _Grid, b: int) -> int:
-    """The run of the column that covers bin `b` (the nearest one touching the bin's rows), or -1."""
-    row_lo = grid.first + b * grid.step
-    row_hi = row_lo + grid.step - 1
-    best, best_d = -1, math.inf
-    for r in range(first, last):
-        if lo[r] <= row_hi + 1 and hi[r] >= row_lo - 1:
-            d = max(0, lo[r] - row_hi, row_lo - hi[r])
-            if d < best_d:
-                best, best_d = r, d
-    return best
 
 
 def _steep(grid: _Grid, path: np.ndarray, col: int, stroke: float) -> bool:
