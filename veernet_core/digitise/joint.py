@@ -310,7 +310,8 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     start = np.repeat(np.array([START_LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
     chosen = cheapest_path(np.ascontiguousarray(cost), np.ascontiguousarray(grid.ink),
                            position, off_level, start, sources, targets, steps,
-                           MOVE_COST, INK_SPACING, HOP_COST, JUMP_COST)
+                           MOVE_COST, INK_SPACING, HOP_COST, JUMP_COST,
+                           np.zeros((width, position.size), dtype=np.int16 if position.size < 32000 else np.int32))
     return chosen % bins, level_of[chosen]
 
 

@@ -1,11 +1,11 @@
 """The joint tracer's loops over the columns, compiled with numba: `cheapest_path` finds one curve's
 cheapest path of (bin, level) states through a track, as `joint._viterbi` describes; `runs_under` and
 `centroids` read each path's position off the run of ink under it, as `joint._traces` does where a run holds
-one path. Every arithmetic step
-is taken in the order the NumPy code it replaced took it (a cumulative sum as `np.cumsum`, left to right;
-ties to the state NumPy's `argmin` and running minima picked), so that its paths are that code's to the
-last bit (`tests/core/test_joint_loop.py` holds that code and checks it), on model grids of a few thousand
-columns and on full-resolution tracks of tens of thousands alike.
+one path. Every arithmetic step is taken in the order the NumPy code it replaced took it (a cumulative sum as
+`np.cumsum`, left to right; a sum as NumPy's pairwise one; ties to the state NumPy's `argmin` and running
+minima picked), so that its paths and positions are that code's to the last bit (`tests/core/test_joint_loop.py`
+holds that code and checks it), on model grids of a few thousand columns and on full-resolution tracks of tens
+of thousands alike.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from veernet_core.digitise.tracer_loop import _compiled, _pairwise_sum
 @_compiled
 def cheapest_path(cost: np.ndarray, ink: np.ndarray, position: np.ndarray, off_level: np.ndarray,
                   start: np.ndarray, wrap_sources: np.ndarray, wrap_targets: np.ndarray, wrap_steps: np.ndarray,
-                  move_cost: float, ink_spacing: float, hop_cost: float,
-                  jump_cost: float) -> np.ndarray:  # pragma: no cover - compiled
+                  move_cost: float, ink_spacing: float, hop_cost: float, jump_cost: float,
+                  back: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """The cheapest path's state per column (W,) through `cost` (W, bins) on `n_levels = position.size //
     bins` levels: `ink` (bins, W) the track's ink, `position` (states,) each state's unwrapped position in
     pixels (ascending), `off_level` and `start` (states,) each state's cost per column and at the first
     column, and the moves through an edge as `wrap_sources` and `wrap_targets` (moves, margin) with their
-    costs `wrap_steps` (moves, margin, margin)."""
+    costs `wrap_steps` (moves, margin, margin). `back` (W, states), of an integer type that holds a state,
+    is where each state's best predecessor is kept."""
     width, bins = cost.shape
     states = position.size
     n_levels = states // bins
-    back = np.zeros((width, states), dtype=np.int32)
     total = np.empty(states)
     for s in range(states):
         total[s] = np.float64(cost[0, s % bins]) + off_level[s] + start[s]
