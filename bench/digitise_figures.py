@@ -49,7 +49,8 @@ def scored(row: Row) -> np.ndarray:
 def figures(rows: list[Row]) -> dict[str, Any] | None:
     """coverage: share of the true curve's columns (ink, style gaps, wraps) where the digitiser gives a
     value; mae_pct: mean |read - true| position; off_5pct: share of scored samples off by more than 5 %;
-    mae_pct_wrapped: the same as mae_pct on the columns drawn on a backup scale; scale_slip and
+    mae_pct_wrapped: the same as mae_pct on the columns drawn on a backup scale; mae_pct_all: the same over
+    both, every sample a user reads off the curve (wrapped samples weigh in by their count); scale_slip and
     scale_slip_wrapped: the share of the scored samples, and of those drawn on a backup scale, read on the
     curve's own line but on another scale (off by more than 5 % of the range, and within 5 % of it once
     whole track widths are taken off: a wrap missed or read where there is none); ink_found: share of the
@@ -76,6 +77,8 @@ def figures(rows: list[Row]) -> dict[str, Any] | None:
         "mae_pct": round(100 * float(errors.mean()), 3) if errors.size else None,
         "off_5pct": round(float((errors > OFF_BY).mean()), 4) if errors.size else None,
         "mae_pct_wrapped": round(100 * float(wrapped.mean()), 3) if wrapped.size else None,
+        "mae_pct_all": round(100 * float(np.concatenate([errors, wrapped]).mean()), 3)
+        if errors.size + wrapped.size else None,
         "scale_slip": round(float(slips.mean()), 4) if slips.size else None,
         "scale_slip_wrapped": round(float(wrapped_slips.mean()), 4) if wrapped_slips.size else None,
         "columns_scored": int(errors.size),

@@ -97,6 +97,8 @@ def test_a_reading_on_the_curves_line_but_another_scale_is_a_scale_slip() -> Non
     # 9: half a track off.
     assert figs["scale_slip_wrapped"] == 0.5
     assert figs["mae_pct_wrapped"] == pytest.approx(100 * (1.0 + 0.01 + 1.0 + 0.5) / 4, abs=1e-3)
+    # Every sample with both readings, on-scale (columns 0-4) and wrapped (6-9) alike: 9 of them.
+    assert figs["mae_pct_all"] == pytest.approx(100 * (1.02 + 0.98 + 0.4 + 1.0 + 0.01 + 1.0 + 0.5) / 9, abs=1e-3)
     assert digitise_figures.scale_slips(np.array([0.0, 0.04, 0.06, 0.96, 1.0, -2.03, 0.5])).tolist() == [
         False, False, False, True, True, True, False]
 

@@ -15,7 +15,8 @@ from veernet_core.digitise import tracer as tracer_module
 from veernet_core.digitise import tracer_loop
 from veernet_core.digitise.calibration import Calibration, CalibrationError, CurveScale, DepthScale
 from veernet_core.digitise.calibration_fields import LEGACY_WRAP
-from veernet_core.digitise.curves import depth_grid, digitise
+from veernet_core.digitise.curves import depth_grid, digitise, trace_channels
+from veernet_core.digitise.joint import CurveHint, trace_joint
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
 from veernet_core.synth import SynthLog, generate
 
@@ -478,3 +479,47 @@ def test_round_trip_through_the_bundled_model_recovers_known_curves() -> None:
     read = ((np.log10(result.values) if scale.log else result.values) - ends[0]) / (ends[1] - ends[0])
     error = np.abs(read - truth)[found & inked]
     assert 100 * error.mean() < 1.5  # % of the track range
+
+
+def _flickering_at_the_left_end(height: int, width: int, top: float, bottom: float) -> tuple[np.ndarray, np.ndarray]:
+    """A curve that moves up to its scale's left end, wavers across it (drawn by the top edge on its own scale
+    and by the bottom edge on its backup scale past the left) for a third of the log, and moves back: its ink
+    (H, W) as the generator draws a wrap (each side of the edge drawn on its own level) and its unwrapped
+    fraction per column."""
+    x = np.arange(width, dtype=np.float64)
+    u = (0.3 - 0.35 * np.clip(x / 200, 0, 1) + 0.35 * np.clip((x - 600) / 200, 0, 1)
+         + 0.04 * np.sin(x / 3.1) + 0.02 * np.sin(x / 7.3))
+    grid = np.arange(height, dtype=np.float64)[:, None]
+    inside = (grid >= top) & (grid <= bottom)
+    prob = np.zeros((height, width), dtype=np.float32)
+    for side in (-1, 0):
+        rows = top + (u - side) * (bottom - top)
+        prev, nxt = np.concatenate(([rows[0]], rows[:-1])), np.concatenate((rows[1:], [rows[-1]]))
+        lo = np.minimum.reduce([rows, (rows + prev) / 2, (rows + nxt) / 2]) - 1.0
+        hi = np.maximum.reduce([rows, (rows + prev) / 2, (rows + nxt) / 2]) + 1.0
+        prob = np.maximum(prob, ((grid >= lo[None, :]) & (grid <= hi[None, :]) & inside).astype(np.float32))
+    return prob, u
+
+
+def test_a_curve_alone_with_a_backup_scale_is_traced_jointly_on_a_full_resolution_track() -> None:
+    """A track far taller than the joint tracer's `joint_max_rows` (a full-resolution scan's): a curve alone in
+    its binary channel that declares a backup scale is still traced by the joint tracer, whose levels change
+    only through the edges, for the whole log at once (bench/README.md, 2026-12-05); one that declares none
+    by the column tracer, which reads an undeclared wrap where it is drawn."""
+    height, width, top, bottom = 420, 900, 10.0, 410.0
+    prob, u = _flickering_at_the_left_end(height, width, top, bottom)
+    level = np.floor(u).astype(np.int8)
+    assert (level == -1).mean() > 0.3 and bottom - top > TraceOptions().joint_max_rows
+    depth = DepthScale.from_ends(1000.0, 1000.0 + (width - 1) * 0.25, "m", width)
+    probs = two_class(prob)
+    declared = Calibration(depth, (CurveScale("GR", "API", 0, 150, wrap="left", style="solid"),), top, bottom, 0.5)
+    trace, = trace_channels(probs, declared)
+    joint, = trace_joint(prob, top, bottom, [CurveHint("solid", None, (0, -1))])
+    np.testing.assert_array_equal(trace.u, joint.u)
+    np.testing.assert_array_equal(trace.level, joint.level)
+    assert np.mean(trace.level == level) > 0.98
+    assert np.mean(np.abs(trace.u - u)) < 0.002
+    undeclared = Calibration(depth, (CurveScale("GR", "API", 0, 150, style="solid"),), top, bottom, 0.5)
+    column, = trace_channels(probs, undeclared)
+    followed, = trace_curves(prob, top, bottom, 1)
+    np.testing.assert_array_equal(column.u, followed.u)

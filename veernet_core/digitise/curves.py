@@ -132,15 +132,20 @@ def trace_channels(probabilities: np.ndarray, calibration: Calibration,
                    options: TraceOptions = DEFAULT_TRACE, scan: ScanPixels | None = None) -> list[ColumnTrace]:
     """One column trace per calibrated curve, in the calibration's order, read from its channel; several
     curves of one channel are traced together (`joint.trace_joint`), with `scan` (on the probabilities'
-    grid) lending them their ink's tone. One curve alone in a binary channel is traced so too where it
-    declares a backup scale (the joint tracer's levels change only through the edges); with none declared,
-    the column tracer follows it past any edge, so that an undeclared wrap is read where drawn and flagged.
-    A track taller than `options.joint_max_rows` is read by the column tracer, its traces named afterwards."""
+    grid) lending them their ink's tone. A track taller than `options.joint_max_rows` is read by the column
+    tracer, its traces named afterwards. One curve alone in a binary channel is traced by the joint tracer
+    too where it declares a backup scale, on a track of any height: its levels change only through the
+    edges, and its path is found for the whole log at once, so that a jump through an edge that the ink
+    shows poorly is still read as the wrap it is (on a full-resolution track the column tracer read 55 % and
+    more of such curves' wrapped samples on the wrong scale: bench/README.md, 2026-12-05). With none
+    declared, the column tracer follows it past any edge, so that an undeclared wrap is read where drawn
+    and flagged."""
     traces: list[ColumnTrace | None] = [None] * len(calibration.curves)
     joint = joint_scale(calibration, options)
     for channel, members in channel_plan(probabilities.shape[0], len(calibration.curves)):
-        if joint and (len(members) > 1
-                      or (probabilities.shape[0] == 2 and calibration.curves[members[0]].wrap_levels)):
+        lone_wrapping = (len(members) == 1 and probabilities.shape[0] == 2
+                         and bool(calibration.curves[members[0]].wrap_levels))
+        if (joint and len(members) > 1) or lone_wrapping:
             hints = [curve_hint(calibration, i, shades=scan is None or not scan.tones_unread) for i in members]
             found = trace_joint(probabilities[channel], calibration.track_top, calibration.track_bottom, hints,
                                 tone_of(scan, calibration), options)
