@@ -308,7 +308,7 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     level_of = np.repeat(np.array(levels, dtype=np.int8), bins)
     off_level = np.repeat(np.array([LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
     start = np.repeat(np.array([START_LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
-    chosen = cheapest_path(np.ascontiguousarray(cost), np.ascontiguousarray(grid.ink),
+    chosen = cheapest_path(np.ascontiguousarray(cost, dtype=np.float64), np.ascontiguousarray(grid.ink),
                            position, off_level, start, sources, targets, steps,
                            MOVE_COST, INK_SPACING, HOP_COST, JUMP_COST,
                            np.zeros((width, position.size), dtype=np.int16 if position.size < 32000 else np.int32))
@@ -353,7 +353,7 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
     for k in range(count):
         alone = np.flatnonzero((under[k] >= 0) & ~shared)
         run = under[k, alone]
-        rows[k, alone] = centroids(prob, alone, lo_all[run], hi_all[run])
+        rows[k, alone] = centroids(np.ascontiguousarray(prob), alone, lo_all[run], hi_all[run])
         conf[k, alone] = confidence_all[run]
     for col in np.flatnonzero(shared).tolist():
         lists, first, last = runs.column(col)

@@ -163,3 +163,23 @@ def centroids(prob: np.ndarray, cols: np.ndarray, lo: np.ndarray, hi: np.ndarray
             moments[j] = weights[j] * (start + j)
         out[i] = _pairwise_sum(moments, 0, n) / max(_pairwise_sum(weights, 0, n), 1e-9)
     return out
+
+
+def warm_joint_loops(prob: np.ndarray) -> None:
+    """Compile (or load from numba's cache) every loop here for a probability map of `prob`'s type, with the
+    argument types `joint` passes (`tracer.compile_loops`, which cannot import `joint`: it builds on `tracer`)."""
+    bins, width = 4, prob.shape[1]
+    ink = np.zeros((bins, width), dtype=np.float32)
+    ink[1] = 1.0
+    position = np.arange(2 * bins, dtype=np.float64)
+    margin = 1
+    sources = np.array([[bins - 1], [bins]], dtype=np.int64)
+    steps = np.zeros((2, margin, margin))
+    for back in (np.zeros((width, 2 * bins), dtype=np.int16), np.zeros((width, 2 * bins), dtype=np.int32)):
+        cheapest_path(np.zeros((width, bins)), ink, position, np.zeros(2 * bins),
+                      np.zeros(2 * bins), sources, sources[::-1].copy(), steps, 0.005, 0.3, 0.5, 2.5, back)
+    lo = np.array([2], dtype=np.int64)
+    under = runs_under(ink, np.ones((1, width), dtype=np.int64), lo, lo + 1,
+                       np.concatenate([np.zeros(1, dtype=np.int64), np.ones(width, dtype=np.int64)]), 0, 2)
+    centroids(np.ascontiguousarray(prob), np.flatnonzero(under[0] >= 0), lo[under[0][under[0] >= 0]],
+              lo[under[0][under[0] >= 0]] + 1)

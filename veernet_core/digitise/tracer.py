@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veernet_core.digitise.joint_loop import warm_joint_loops
 from veernet_core.digitise.runs import RunTable
 from veernet_core.digitise.tracer_loop import OPTION_NAMES, follow, wrap_levels
 
@@ -84,14 +85,12 @@ def compile_loops() -> None:
     (float32) and the tests build (float64), or load them from numba's cache where it holds them (about
     0.3 s; compiling takes 10-30 s). A worker calls it before its pool forks, so that no job pays for either;
     `make` and the images call it once they install, so that the cache holds them."""
-    from veernet_core.digitise.joint import CurveHint, trace_joint  # the joint tracer builds on this module
-
     for dtype in (np.float32, np.float64):
         prob = np.zeros((8, 12), dtype=dtype)
         prob[2:4, :] = 1.0
         prob[5:7, 4:] = 1.0
         _traced(prob, 0.0, 7.0, 2, TraceOptions())
-        trace_joint(prob, 0.0, 7.0, [CurveHint("solid", None, (0, 1)), CurveHint()])
+        warm_joint_loops(prob)
 
 
 def _traced(prob: np.ndarray, track_top: float, track_bottom: float, count: int, options: TraceOptions,
