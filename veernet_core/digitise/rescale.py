@@ -44,6 +44,7 @@ from veernet_core.digitise.predict import DEFAULT_MAX_PIXELS
 from veernet_core.digitise.refine import full_resolution_ink, ink_mask, snap_trace
 from veernet_core.digitise.tones import filled, traced_by_tone
 from veernet_core.digitise.tracer import ColumnTrace, TraceOptions
+from veernet_core.digitise.track_numbers import number_pixels, without_numbers
 
 NOMINAL_HEIGHT = 560.0  # px: the middle of the 480-640 px heights of full-resolution (scale 1.0) logs
 # Within this factor either way a model reads a scan as it is: the synthetic logs a model trains on
@@ -157,8 +158,16 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     A curve that is the only one of its declared ink in a track where every curve declares one (`dark`
     beside `light`, or a colour on a colour scan) is then read from its own trace on the scan's ink of that
     tone or colour (`tones.traced_by_tone`), where that trace found it; its name and verdict are the naming's.
+
+    On a reduced scan, depth numbers printed inside the track (`track_numbers.number_pixels`) are taken out of
+    the model's probabilities and of the scan's ink before anything is traced.
     """
     options = options or TraceOptions()
+    numbers = None  # on a reduced scan: the depth numbers printed in the track, which are no curve's ink
+    if scan is not None and resampling.reduced and resampling.resampled:
+        numbers = number_pixels(scan.gray, page_of(scan, calibration.track_top, calibration.track_bottom),
+                                calibration.track_top, calibration.track_bottom)
+        probabilities = without_numbers(probabilities, numbers)
     probabilities = with_pinned(probabilities, scan, calibration, resampling.reduced, options.threshold)
     grid = on_model_grid(options, resampling)
     if not resampling.resampled:
@@ -171,8 +180,13 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         page = page_of(scan, calibration.track_top, calibration.track_bottom)
         if len(calibration.curves) == 1:
             full = full_resolution_ink(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
+            if numbers is not None and numbers.any():
+                full[1:, numbers] = 0.0
+                full[0, numbers] = 1.0
             return digitise(full, calibration, options, scan)  # the scan's own grid: not the model's
         ink = ink_mask(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
+        if numbers is not None:
+            ink &= ~numbers[None]
     small = scaled_calibration(calibration, resampling.scan_size, resampling.model_size)
     # Several curves of one channel are traced with their ink's tone: the scan, on the model's grid.
     small_scan = None if scan is None else ScanPixels(

@@ -20,6 +20,7 @@ import numpy as np
 from veernet_core.digitise.joint_loop import warm_joint_loops
 from veernet_core.digitise.runs import RunTable
 from veernet_core.digitise.tracer_loop import OPTION_NAMES, follow, wrap_levels
+from veernet_core.digitise.track_numbers import warm_number_loops
 
 __all__ = ["ColumnTrace", "TraceOptions", "compile_loops", "trace_curves"]
 
@@ -82,15 +83,17 @@ def trace_curves(prob: np.ndarray, track_top: float, track_bottom: float, count:
 
 def compile_loops() -> None:
     """Compile the tracers' loops (`tracer_loop` and `joint_loop`, numba) for the maps the service reads
-    (float32) and the tests build (float64), or load them from numba's cache where it holds them (about
-    0.3 s; compiling takes 10-30 s). A worker calls it before its pool forks, so that no job pays for either;
-    `make` and the images call it once they install, so that the cache holds them."""
+    (float32) and the tests build (float64), and those that find depth numbers in a track (`track_numbers`),
+    or load them from numba's cache where it holds them (about 0.3 s; compiling takes 10-30 s). A worker
+    calls it before its pool forks, so that no job pays for either; `make` and the images call it once they
+    install, so that the cache holds them."""
     for dtype in (np.float32, np.float64):
         prob = np.zeros((8, 12), dtype=dtype)
         prob[2:4, :] = 1.0
         prob[5:7, 4:] = 1.0
         _traced(prob, 0.0, 7.0, 2, TraceOptions())
         warm_joint_loops(prob)
+    warm_number_loops()
 
 
 def _traced(prob: np.ndarray, track_top: float, track_bottom: float, count: int, options: TraceOptions,
