@@ -19,9 +19,11 @@ it, is a grid or border line, or what grid removal left of one.
 the track: `_joined`; a piece of a grid line has none) to a binary model's curve probability, on the
 model's grid, where the model gave it less. It does so on scans reduced for the model only (full-resolution
 ones, whose grid is taken off and whose track is tall enough to tell a line a few pixels inside the border
-from the border), and only in a track whose hints tell every curve from every other (`told_apart`). Where
-two curves look alike, a line at the edge that both may run along is one more meeting where their names
-are a coin flip, and on the tuning logs the held ink cost those curves more than it gave.
+from the border), in every track. It was once added only where the hints tell every curve of the track from
+every other, since in a track of look-alike curves a line at the edge is one more meeting where their names
+are a coin flip; with the naming and tracing of 2026-12-05, held ink in every track read lower on the
+independent renderer's held-out logs (10.74 -> 10.45 %, its worst curve position 13.68 -> 12.94 %) and on
+each of its tuning seeds, and the same on the generator's (bench/README.md, 2026-12-05).
 """
 
 from __future__ import annotations
@@ -142,21 +144,13 @@ def _joined(curve: np.ndarray, row: float, ends: list[float], inward: int, reach
                for c in (int(round(end)) for end in ends))
 
 
-def told_apart(calibration: Calibration, scan: ScanPixels) -> bool:
-    """Whether the hints tell every curve of the track from every other: by line style, or by ink where
-    the scan shows its inks (not a thresholded 1-bit scan). A single curve is told apart."""
-    looks = [(c.style, None if scan.tones_unread else c.ink) for c in calibration.curves]
-    return all(any(x is not None and y is not None and x != y for x, y in zip(a, b, strict=True))
-               for i, a in enumerate(looks) for b in looks[i + 1 :])
-
-
 def with_pinned(probabilities: np.ndarray, scan: ScanPixels | None, calibration: Calibration,
                 reduced: bool, threshold: float) -> np.ndarray:
     """A binary model's (2, h, w) probabilities with the track's held curves' ink (`pinned_ink`, on the
     scan's grid) raised to PINNED_PROBABILITY on the model's grid, where the scan was `reduced` for the model
-    (`rescale.Resampling.reduced`) and the hints tell the track's curves apart (`told_apart`); anything else
-    as it is. The model marks a curve where its probability reaches `threshold` (the tracer's)."""
-    if scan is None or probabilities.shape[0] != 2 or not reduced or not told_apart(calibration, scan):
+    (`rescale.Resampling.reduced`); anything else as it is. The model marks a curve where its probability
+    reaches `threshold` (the tracer's)."""
+    if scan is None or probabilities.shape[0] != 2 or not reduced:
         return probabilities
     ink, runs = _pinned(scan, calibration.track_top, calibration.track_bottom)
     h, w = probabilities.shape[1:]
