@@ -68,7 +68,7 @@ def numpy_viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: f
         via_down, via_up = best_down + slope, best_up[::-1] - slope
         came = np.where(via_down <= via_up, from_down, from_up)
         moved = np.minimum(via_down, via_up)
-        for sources, targets, step in wraps:
+        for sources, targets, step in zip(*wraps, strict=True):
             through = total[sources][:, None] + step
             best = np.argmin(through, axis=0)
             cheaper = through[best, np.arange(targets.size)]

@@ -301,10 +301,7 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     f = (grid.centre - top) / span
     position = np.concatenate([(f + level) * span for level in levels])  # pixels, unwrapped, ascending
     margin = min(bins, max(1, math.ceil(EDGE_MARGIN * bins)))
-    wraps = _wrap_steps(position, bins, margin)
-    sources = np.array([w[0] for w in wraps], dtype=np.int64).reshape(len(wraps), margin)
-    targets = np.array([w[1] for w in wraps], dtype=np.int64).reshape(len(wraps), margin)
-    steps = np.array([w[2] for w in wraps], dtype=np.float64).reshape(len(wraps), margin, margin)
+    sources, targets, steps = _wrap_steps(position, bins, margin)
     level_of = np.repeat(np.array(levels, dtype=np.int8), bins)
     off_level = np.repeat(np.array([LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
     start = np.repeat(np.array([START_LEVEL_COST * abs(level) for level in levels], dtype=np.float64), bins)
@@ -315,34 +312,39 @@ def _viterbi(cost: np.ndarray, grid: _Grid, levels: tuple[int, ...], top: float,
     return chosen % bins, level_of[chosen]
 
 
-def _wrap_steps(position: np.ndarray, bins: int, margin: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(sources, targets, cost) of the moves through an edge between two adjacent levels, from the
-    `margin` bins of one level nearest the edge to those of the other (a curve leaving the bottom comes
-    back at the top on the backup scale past it, and the other way): WRAP_COST plus MOVE_COST per pixel of
-    unwrapped distance."""
-    steps = []
+def _wrap_steps(position: np.ndarray, bins: int, margin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sources, targets, cost) of the moves through an edge between two adjacent levels, one row per move
+    and way through, from the `margin` bins of one level nearest the edge to those of the other (a curve
+    leaving the bottom comes back at the top on the backup scale past it, and the other way): WRAP_COST plus
+    MOVE_COST per pixel of unwrapped distance. Shapes (moves, margin), (moves, margin), (moves, margin, margin)."""
+    sources, targets, steps = [], [], []
     for first in range(bins, position.size, bins):  # the first bin of each level but the lowest
         below, above = np.arange(first - margin, first), np.arange(first, first + margin)
-        for sources, targets in ((below, above), (above, below)):
-            distance = np.abs(position[targets][None, :] - position[sources][:, None])
-            steps.append((sources, targets, WRAP_COST + MOVE_COST * distance))
-    return steps
+        for source, target in ((below, above), (above, below)):
+            sources.append(source)
+            targets.append(target)
+            steps.append(WRAP_COST + MOVE_COST * np.abs(position[target][None, :] - position[source][:, None]))
+    moves = len(sources)
+    return (np.array(sources, dtype=np.int64).reshape(moves, margin),
+            np.array(targets, dtype=np.int64).reshape(moves, margin),
+            np.array(steps, dtype=np.float64).reshape(moves, margin, margin))
 
 
 def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndarray]], top: float, span: float,
             options: TraceOptions) -> list[ColumnTrace]:
     """Paths -> column traces: on ink, the centroid of the run under the path (its share of a run other
     paths are in too); across paper, bridged up to max_gap columns."""
+    count = len(paths)
+    if count == 0:
+        return []
     height, width = prob.shape
     runs = RunTable(prob, options.threshold, top, span)
-    count = len(paths)
     rows = np.full((count, width), np.nan)
     conf = np.zeros((count, width), dtype=np.float32)
     ink = grid.ink
+    dense = np.ascontiguousarray(prob)
     heights = runs.arrays[1] - runs.arrays[0] + 1
     stroke = float(np.median(heights)) if heights.size else 1.0  # most runs are a stroke across a curve
-    if count == 0:
-        return []
     lo_all, hi_all, _, confidence_all = runs.arrays[:4]
     under = runs_under(np.ascontiguousarray(ink), np.stack([p[0] for p in paths]).astype(np.int64), lo_all, hi_all,
                        np.asarray(runs.bounds, dtype=np.int64), grid.first, grid.step)
@@ -353,7 +355,7 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
     for k in range(count):
         alone = np.flatnonzero((under[k] >= 0) & ~shared)
         run = under[k, alone]
-        rows[k, alone] = centroids(np.ascontiguousarray(prob), alone, lo_all[run], hi_all[run])
+        rows[k, alone] = centroids(dense, alone, lo_all[run], hi_all[run])
         conf[k, alone] = confidence_all[run]
     for col in np.flatnonzero(shared).tolist():
         lists, first, last = runs.column(col)
