@@ -126,42 +126,26 @@ def _glyph_ink(band: np.ndarray, page: Page, longest: float) -> np.ndarray:
     return kept | (taken & ((before & after) | (above & below)))
 
 
-@_compiled
-def _upright(ink: np.ndarray, length: int, line_px: int) -> np.ndarray:  # pragma: no cover - compiled
+def _upright(ink: np.ndarray, length: int, line_px: int) -> np.ndarray:
     """The pixels of `ink` in upright runs of at least `length` rows whose row runs are at most `line_px` long."""
-    height, width = ink.shape
-    out = np.zeros((height, width), dtype=np.bool_)
-    for c in range(width):
-        r = 0
-        while r < height:
-            if not ink[r, c]:
-                r += 1
-                continue
-            start = r
-            while r < height and ink[r, c]:
-                r += 1
-            if r - start >= length:
-                out[start:r, c] = True
-    for r in range(height):
-        c = 0
-        while c < width:
-            if not ink[r, c]:
-                c += 1
-                continue
-            start = c
-            while c < width and ink[r, c]:
-                c += 1
-            if c - start > line_px:
-                out[r, start:c] = False
-    return out
+    across = _run_lengths(np.ascontiguousarray(ink.T)).T
+    return (_run_lengths(ink) >= length) & (across <= line_px)
 
 
-@_compiled
-def _specks(ink: np.ndarray, longest: int) -> np.ndarray:  # pragma: no cover - compiled
+def _specks(ink: np.ndarray, longest: int) -> np.ndarray:
     """The pixels of `ink` in upright runs of at most `longest` rows with no ink beside them in their row: the
     noise of a faint ruling, which would join the glyphs it passes."""
+    beside = np.zeros_like(ink)
+    beside[:, 1:] |= ink[:, :-1]
+    beside[:, :-1] |= ink[:, 1:]
+    return ink & (_run_lengths(ink) <= longest) & ~beside
+
+
+@_compiled
+def _run_lengths(ink: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Per pixel of a (H, W) bool image, the length of the upright run of ink it lies in (0 on paper)."""
     height, width = ink.shape
-    out = np.zeros((height, width), dtype=np.bool_)
+    out = np.zeros((height, width), dtype=np.int32)
     for c in range(width):
         r = 0
         while r < height:
@@ -171,10 +155,7 @@ def _specks(ink: np.ndarray, longest: int) -> np.ndarray:  # pragma: no cover - 
             start = r
             while r < height and ink[r, c]:
                 r += 1
-            if r - start <= longest:
-                for k in range(start, r):
-                    if (c == 0 or not ink[k, c - 1]) and (c == width - 1 or not ink[k, c + 1]):
-                        out[k, c] = True
+            out[start:r, c] = r - start
     return out
 
 
