@@ -11,8 +11,8 @@ Numbers are told from curves by their shape and their repetition, not by a font:
   fainter than that would tie them to everything around them.
 - Upright strokes at most LINE_PX wide and longer than a share of the track's height (depth lines, slanted
   on a skewed scan, and steep stretches of curves) are taken out, then put back wherever ink lies within
-  REJOIN_PX on both sides of them, so that a curve crossing a line stays one piece, not a row of
-  glyph-sized pieces between the lines. The numbers are looked for once with each share in RUN_SHARES: the
+  REJOIN_PX on both sides of them (left and right, or above and below), so that a curve crossing a line
+  stays one piece, not a row of glyph-sized pieces between the lines. The numbers are looked for once with each share in RUN_SHARES: the
   smaller for faint lines broken into short strokes, the larger for tall digits. Specks (upright runs of at
   most SPECK_PX rows with no ink beside them: the noise of a faint ruling) are taken out too.
 - A glyph is a connected piece of ink (8-connected) at least MIN_GLYPH_PX tall and at most MAX_GLYPH_SHARE
@@ -81,8 +81,10 @@ def number_pixels(gray: np.ndarray, page: Page, top: float, bottom: float) -> np
     if last - first < 2 * MIN_GLYPH_PX or width < 2:
         return found
     band = gray[first:last]
+    dark = float(np.percentile(band, DARK_PERCENTILE))
+    ink = band <= (page.paper - np.maximum(MIN_DARKNESS, DARK_SHARE * (page.paper - dark)))[None, :]
     for run in RUN_SHARES:
-        found[first:last] |= _numbers_found(_glyph_ink(band, page, run * span), span)
+        found[first:last] |= _numbers_found(_glyph_ink(ink, run * span), span)
     return found
 
 
@@ -105,12 +107,10 @@ def _numbers_found(ink: np.ndarray, span: float) -> np.ndarray:
     return mine[label]
 
 
-def _glyph_ink(band: np.ndarray, page: Page, longest: float) -> np.ndarray:
-    """The track's dark ink without long upright strokes, put back where ink lies within REJOIN_PX on both
-    sides of what was taken out (see the module)."""
-    dark = float(np.percentile(band, DARK_PERCENTILE))
-    floor = np.maximum(MIN_DARKNESS, DARK_SHARE * (page.paper - dark))
-    ink = band <= (page.paper - floor)[None, :]
+def _glyph_ink(ink: np.ndarray, longest: float) -> np.ndarray:
+    """The track's dark `ink` without upright strokes `longest` rows long or more and without specks, the
+    strokes put back where what is left lies within REJOIN_PX of them on both sides, left and right or above
+    and below (see the module)."""
     taken = _upright(ink, max(MIN_GLYPH_PX, int(np.ceil(longest))), LINE_PX)
     kept = ink & ~taken & ~_specks(ink, SPECK_PX)
     near = _spread_rows(kept)
