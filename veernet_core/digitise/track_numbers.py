@@ -12,9 +12,10 @@ Numbers are told from curves by their shape and their repetition, not by a font:
 - Upright strokes at most LINE_PX wide and longer than a share of the track's height (depth lines, slanted
   on a skewed scan, and steep stretches of curves) are taken out, then put back wherever ink lies within
   REJOIN_PX on both sides of them (left and right, or above and below), so that a curve crossing a line
-  stays one piece, not a row of glyph-sized pieces between the lines. The numbers are looked for once with each share in RUN_SHARES: the
-  smaller for faint lines broken into short strokes, the larger for tall digits. Specks (upright runs of at
-  most SPECK_PX rows with no ink beside them: the noise of a faint ruling) are taken out too.
+  stays one piece, not a row of glyph-sized pieces between the lines. The numbers are looked for once with
+  each share in RUN_SHARES: the smaller for faint lines broken into short strokes, the larger for tall
+  digits. Specks (upright runs of at most SPECK_PX rows with no ink beside them: the noise of a faint
+  ruling) are taken out too.
 - A glyph is a connected piece of ink (8-connected) at least MIN_GLYPH_PX tall and at most MAX_GLYPH_SHARE
   of the track's height, narrower than GLYPH_ASPECT of its height (a dot of a dotted pen is round, a dash
   along a flat curve is wide).
