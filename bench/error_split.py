@@ -1,0 +1,119 @@
+"""Where the digitisation error lies: one JSON line splitting the mean error of bench/digitise_eval.py's
+logs by what is wrong with each sample.
+
+    python bench/error_split.py [bench/digitise_eval.py's options: --renderer, --seed, --scale, --logs, ...]
+
+Per on-scale sample (as `mae_pct` scores them: the curve inked there, on its own scale, both readings
+present), the trace's error against its own true curve is split into:
+- `named_pct`: how much nearer the trace lies to another true curve of its log than to its own (the error a
+  right name would take off, column by column);
+- of the error against the nearest true curve: `slip_pct` (off its own curve by a whole number of track
+  widths, within SLIP_SLACK, with no true curve within half a track: the right curve on the wrong scale),
+  `off_pct` (more than OFF_BY off otherwise) and `small_pct` (within OFF_BY);
+so that `mae_pct` = named + slip + off + small, each in % of the track range over all scored samples. Then
+`named_by_told_apart_pct` splits `named_pct` by what the hints tell a curve apart by and whether the
+result flagged it ambiguous; `untraced_inside` and `untraced_at_edge` are the shares of the true curves'
+scored samples in tracks of two or more curves with no trace within OFF_BY of them (another trace doubles a
+curve), inside the track and within EDGE of an edge; `edge_samples` and `edge_error` are the share of the
+scored samples within EDGE of an edge and their share of the error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import digitise_eval  # noqa: E402
+from digitise_figures import OFF_BY, Row, scored  # noqa: E402
+
+EDGE = 0.05  # of the track: a sample this near an edge is "at the edge"
+SLIP_SLACK = 0.05  # of the track: an error within this of a whole number of track widths (not 0) is a slip
+
+
+def split(rows: list[Row]) -> dict[str, Any]:
+    """The figures of the module from bench/digitise_eval.py's rows (each with its log's index in `log`)."""
+    logs: dict[Any, list[Row]] = defaultdict(list)
+    for row in rows:
+        logs[row["log"]].append(row)
+    parts = {"named": 0.0, "slip": 0.0, "off": 0.0, "small": 0.0}
+    named_by: dict[str, float] = defaultdict(float)
+    scored_count = 0
+    edge_count, edge_error, total_error = 0, 0.0, 0.0
+    untraced = {"inside": 0, "at_edge": 0}
+    shared_samples = 0
+    for log_rows in logs.values():
+        truths = np.stack([r["truth"] for r in log_rows])
+        preds = np.stack([r["pred"] for r in log_rows])
+        for row in log_rows:
+            cols = scored(row)
+            own = np.abs(row["pred"] - row["truth"])[cols]
+            with np.errstate(invalid="ignore"):
+                apart = np.abs(row["pred"][cols][None, :] - truths[:, cols])
+            nearest = np.nanmin(np.where(np.isfinite(apart), apart, np.inf), axis=0)
+            nearest = np.minimum(nearest, own)
+            signed = np.abs(row["pred"][cols] - row["truth"][cols])
+            slip = (nearest > 0.5) & (np.abs(signed - np.rint(signed)) < SLIP_SLACK)
+            parts["named"] += float((own - nearest).sum())
+            parts["slip"] += float(nearest[slip].sum())
+            parts["off"] += float(nearest[~slip & (nearest > OFF_BY)].sum())
+            parts["small"] += float(nearest[nearest <= OFF_BY].sum())
+            named_by[f"{row['told_apart_by']}/{row['identity']}"] += float((own - nearest).sum())
+            scored_count += int(cols.sum())
+            at_edge = (row["truth"][cols] < EDGE) | (row["truth"][cols] > 1 - EDGE)
+            edge_count += int(at_edge.sum())
+            edge_error += float(own[at_edge].sum())
+            total_error += float(own.sum())
+            if len(log_rows) > 1:
+                with np.errstate(invalid="ignore"):
+                    gap = np.abs(preds - row["truth"][None, :])
+                gap = np.where(np.isfinite(gap), gap, np.inf).min(axis=0)[cols]
+                shared_samples += int(cols.sum())
+                missing = gap > OFF_BY
+                untraced["at_edge"] += int((missing & at_edge).sum())
+                untraced["inside"] += int((missing & ~at_edge).sum())
+
+    def pct(value: float) -> float | None:
+        return round(100 * value / scored_count, 3) if scored_count else None
+
+    return {"scored_samples": scored_count, "mae_pct": pct(total_error),
+            **{f"{name}_pct": pct(value) for name, value in parts.items()},
+            "named_by_told_apart_pct": {key: pct(value) for key, value in sorted(named_by.items(),
+                                                                                 key=lambda kv: -kv[1])},
+            "untraced_inside": round(untraced["inside"] / shared_samples, 4) if shared_samples else None,
+            "untraced_at_edge": round(untraced["at_edge"] / shared_samples, 4) if shared_samples else None,
+            "edge_samples": round(edge_count / scored_count, 4) if scored_count else None,
+            "edge_error": round(edge_error / total_error, 4) if total_error else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = digitise_eval._parser().parse_args(argv)
+    data, _ = digitise_eval.read_checkpoint(args.checkpoint or digitise_eval.bundled_model_path())
+    state = digitise_eval.deserialize(data)
+    train_data = state["train_config"]["data"]
+    if args.renderer == "synth" and args.seed == train_data["seed"]:
+        raise SystemExit(f"--seed {args.seed} is the training data seed; pick a held-out one")
+    model, config = digitise_eval.load_model(data)
+    scale = args.scale or float(train_data["scale"])
+    classes = args.classes or (2 if args.renderer == "paper" else config.num_classes)
+    started = time.monotonic()
+    rows: list[Row] = []
+    for index, (_, log_rows, *_) in enumerate(digitise_eval._each_log(args, model, scale, classes)):
+        for row in log_rows:
+            row["log"] = index
+        rows += log_rows
+    result = {"renderer": args.renderer, "seed": args.seed, "logs": args.logs, "scale": scale, **split(rows),
+              "seconds": round(time.monotonic() - started, 1)}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
