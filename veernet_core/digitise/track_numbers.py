@@ -114,17 +114,9 @@ def _glyph_ink(ink: np.ndarray, longest: float) -> np.ndarray:
     and below (see the module)."""
     taken = _upright(ink, max(MIN_GLYPH_PX, int(np.ceil(longest))), LINE_PX)
     kept = ink & ~taken & ~_specks(ink, SPECK_PX)
-    near = _spread_rows(kept)
-    before, after = np.zeros_like(ink), np.zeros_like(ink)
-    for k in range(1, REJOIN_PX + 1):
-        before[:, k:] |= near[:, :-k]
-        after[:, :-k] |= near[:, k:]
-    above, below = np.zeros_like(ink), np.zeros_like(ink)
-    near_cols = _spread_cols(kept)
-    for k in range(1, REJOIN_PX + 1):
-        above[k:, :] |= near_cols[:-k, :]
-        below[:-k, :] |= near_cols[k:, :]
-    return kept | (taken & ((before & after) | (above & below)))
+    across = _on_both_sides(kept | _beside(kept, 0), REJOIN_PX, 1)  # left and right, a row of drift either way
+    along = _on_both_sides(kept | _beside(kept, 1), REJOIN_PX, 0)  # above and below, a column either way
+    return kept | (taken & (across | along))
 
 
 def _upright(ink: np.ndarray, length: int, line_px: int) -> np.ndarray:
@@ -136,10 +128,26 @@ def _upright(ink: np.ndarray, length: int, line_px: int) -> np.ndarray:
 def _specks(ink: np.ndarray, longest: int) -> np.ndarray:
     """The pixels of `ink` in upright runs of at most `longest` rows with no ink beside them in their row: the
     noise of a faint ruling, which would join the glyphs it passes."""
-    beside = np.zeros_like(ink)
-    beside[:, 1:] |= ink[:, :-1]
-    beside[:, :-1] |= ink[:, 1:]
-    return ink & (_run_lengths(ink) <= longest) & ~beside
+    return ink & (_run_lengths(ink) <= longest) & ~_beside(ink, 1)
+
+
+def _beside(ink: np.ndarray, axis: int) -> np.ndarray:
+    """Where `ink` lies one pixel away along `axis` (0: the row above or below; 1: the column either side)."""
+    out = np.zeros_like(ink)
+    moved, source = np.swapaxes(out, 0, axis), np.swapaxes(ink, 0, axis)
+    moved[1:] |= source[:-1]
+    moved[:-1] |= source[1:]
+    return out
+
+
+def _on_both_sides(near: np.ndarray, reach: int, axis: int) -> np.ndarray:
+    """Where `near` lies within `reach` pixels on both sides along `axis`."""
+    before, after = np.zeros_like(near), np.zeros_like(near)
+    b, a, n = (np.swapaxes(x, 0, axis) for x in (before, after, near))
+    for k in range(1, reach + 1):
+        b[k:] |= n[:-k]
+        a[:-k] |= n[k:]
+    return before & after
 
 
 @_compiled
@@ -230,20 +238,6 @@ def _pieces(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cov
             boxes[b, 3] = max(boxes[b, 3], c)
             boxes[b, 4] += 1
     return label, boxes
-
-
-def _spread_rows(ink: np.ndarray) -> np.ndarray:
-    out = ink.copy()
-    out[1:] |= ink[:-1]
-    out[:-1] |= ink[1:]
-    return out
-
-
-def _spread_cols(ink: np.ndarray) -> np.ndarray:
-    out = ink.copy()
-    out[:, 1:] |= ink[:, :-1]
-    out[:, :-1] |= ink[:, 1:]
-    return out
 
 
 def _numbers(glyph: np.ndarray, left: np.ndarray, right: np.ndarray, upper: np.ndarray,
