@@ -315,8 +315,9 @@ def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) 
         return probs, None, hints_read, int(resampling.resampled)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def prepared(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str, float, int]:
+    """(the model, its checkpoint's state, the checkpoint's sha256, the logs' scale, the classes scored) for
+    `args`, refusing options that do not go together (`bench/error_split.py` reads the same logs)."""
     data, sha256 = read_checkpoint(args.checkpoint or bundled_model_path())
     state = deserialize(data)
     train_data = state["train_config"]["data"]
@@ -335,6 +336,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--renderer paper draws binary masks only (every curve's ink 1): leave out --classes")
     if args.source == "model" and classes != config.num_classes and args.renderer == "synth":
         raise SystemExit(f"--classes {classes}: the model has {config.num_classes}; only --source truth may differ")
+    return model, state, sha256, scale, classes
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    model, state, sha256, scale, classes = prepared(args)
+    train_data = state["train_config"]["data"]
     counts = np.zeros((classes, 3), dtype=np.int64)
     rows: list[Row] = []
     resampled = refused = hints = 0

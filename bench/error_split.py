@@ -39,17 +39,14 @@ SLIP_SLACK = 0.05  # of the track: an error within this of a whole number of tra
 
 
 def split(rows: list[Row]) -> dict[str, Any]:
-    """The figures of the module from bench/digitise_eval.py's rows (each with its log's index in `log`)."""
-    logs: dict[Any, list[Row]] = defaultdict(list)
-    for row in rows:
-        logs[row["log"]].append(row)
+    """The figures of the module from bench/digitise_eval.py's rows (each log's curves in order)."""
     parts = {"named": 0.0, "slip": 0.0, "off": 0.0, "small": 0.0}
     named_by: dict[str, float] = defaultdict(float)
     scored_count = 0
     edge_count, edge_error, total_error = 0, 0.0, 0.0
     untraced = {"inside": 0, "at_edge": 0}
     shared_samples = 0
-    for log_rows in logs.values():
+    for log_rows in digitise_eval.per_log(rows):
         truths = np.stack([r["truth"] for r in log_rows])
         preds = np.stack([r["pred"] for r in log_rows])
         for row in log_rows:
@@ -95,19 +92,10 @@ def split(rows: list[Row]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = digitise_eval._parser().parse_args(argv)
-    data, _ = digitise_eval.read_checkpoint(args.checkpoint or digitise_eval.bundled_model_path())
-    state = digitise_eval.deserialize(data)
-    train_data = state["train_config"]["data"]
-    if args.renderer == "synth" and args.seed == train_data["seed"]:
-        raise SystemExit(f"--seed {args.seed} is the training data seed; pick a held-out one")
-    model, config = digitise_eval.load_model(data)
-    scale = args.scale or float(train_data["scale"])
-    classes = args.classes or (2 if args.renderer == "paper" else config.num_classes)
+    model, _, _, scale, classes = digitise_eval.prepared(args)
     started = time.monotonic()
     rows: list[Row] = []
-    for index, (_, log_rows, *_) in enumerate(digitise_eval._each_log(args, model, scale, classes)):
-        for row in log_rows:
-            row["log"] = index
+    for _, log_rows, *_ in digitise_eval._each_log(args, model, scale, classes):
         rows += log_rows
     result = {"renderer": args.renderer, "seed": args.seed, "logs": args.logs, "scale": scale, **split(rows),
               "seconds": round(time.monotonic() - started, 1)}

@@ -15,22 +15,23 @@ sys.path.insert(0, str(BENCH))
 import error_split  # noqa: E402
 
 
-def _row(log: int, truth: np.ndarray, pred: np.ndarray, told: str = "none",
+def _row(position: int, curves: int, truth: np.ndarray, pred: np.ndarray, told: str = "none",
          identity: str = "ambiguous") -> dict[str, Any]:
-    return {"log": log, "truth": truth, "pred": pred, "inked": np.ones(truth.size, dtype=bool),
-            "wrapped": np.zeros(truth.size, dtype=bool), "told_apart_by": told, "identity": identity}
+    return {"position": position, "curves_in_log": curves, "truth": truth, "pred": pred,
+            "inked": np.ones(truth.size, dtype=bool), "wrapped": np.zeros(truth.size, dtype=bool),
+            "told_apart_by": told, "identity": identity}
 
 
 def test_a_swap_a_slip_a_stray_and_a_near_miss_each_land_in_their_share() -> None:
     n = 100
     low, high = np.full(n, 0.3), np.full(n, 0.7)
     # Log 0: two curves, both traces on the second: the first is named wrong (0.4 off), and untraced.
-    swapped = [_row(0, low, high.copy()), _row(0, high, high.copy())]
+    swapped = [_row(1, 2, low, high.copy()), _row(2, 2, high, high.copy())]
     # Log 1: a curve alone read a track width off (slip) in 10 samples, 0.2 off in 10, 0.01 off in 80.
     pred = np.full(n, 0.51)
     pred[:10] = 1.5
     pred[10:20] = 0.7
-    alone = [_row(1, np.full(n, 0.5), pred, told="single", identity="single")]
+    alone = [_row(1, 1, np.full(n, 0.5), pred, told="single", identity="single")]
     result = error_split.split(swapped + alone)
     samples = 3 * n
     assert result["scored_samples"] == samples
@@ -49,7 +50,7 @@ def test_samples_at_an_edge_and_their_share_of_the_error() -> None:
     n = 50
     truth = np.concatenate([np.full(n, 0.98), np.full(n, 0.5)])
     pred = np.concatenate([np.full(n, 0.5), np.full(n, 0.5)])  # the edge stretch traced in the middle
-    result = error_split.split([_row(0, truth, pred, told="single", identity="single")])
+    result = error_split.split([_row(1, 1, truth, pred, told="single", identity="single")])
     assert result["edge_samples"] == 0.5
     assert result["edge_error"] == 1.0
     assert result["untraced_inside"] is None  # no track of two or more curves

@@ -164,7 +164,7 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     """
     options = options or TraceOptions()
     numbers = None  # on a reduced scan: the depth numbers printed in the track, which are no curve's ink
-    if scan is not None and resampling.reduced and resampling.resampled:
+    if scan is not None and resampling.reduced:
         numbers = number_pixels(scan.gray, page_of(scan, calibration.track_top, calibration.track_bottom),
                                 calibration.track_top, calibration.track_bottom)
         probabilities = without_numbers(probabilities, numbers)
@@ -180,9 +180,8 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         page = page_of(scan, calibration.track_top, calibration.track_bottom)
         if len(calibration.curves) == 1:
             full = full_resolution_ink(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
-            if numbers is not None and numbers.any():
-                full[1:, numbers] = 0.0
-                full[0, numbers] = 1.0
+            if numbers is not None:  # the scan's own grid: each pixel its own reduced pixel
+                full = without_numbers(full, numbers)
             return digitise(full, calibration, options, scan)  # the scan's own grid: not the model's
         ink = ink_mask(probabilities, scan.gray, page, calibration.track_top, calibration.track_bottom)
         if numbers is not None:
