@@ -22,7 +22,8 @@ import math
 import numpy as np
 
 from veernet_core.digitise.ink import MIN_DARKNESS, Page, ScanPixels, stroke_widths
-from veernet_core.digitise.marks import _joined, ink_floor
+from veernet_core.digitise.marks import ink_floor
+from veernet_core.digitise.pieces import labelled
 from veernet_core.digitise.runs import mask_runs
 
 DOT_WIDTHS = 3.0  # a piece of ink at most this many pen widths across is a dot,
@@ -31,21 +32,14 @@ DOT_AREA = 2.0  # and of at most this many squares of a pen width and a pixel (a
 
 def pieces(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The runs of a (H, W) bool ink image (column, first row, last row, ordered by column then row), each
-    run's connected piece (8-connected), and each piece's extent (the larger of its columns and rows) and ink
-    pixels, indexed by the piece's label."""
-    width = ink.shape[1]
+    run's connected piece (8-connected, `pieces.labelled`), and each piece's extent (the larger of its columns
+    and rows) and ink pixels, indexed by the piece's label."""
     col, lo, hi = mask_runs(ink)
-    piece = _joined(col, lo, hi, np.arange(width), 0)
-    n = piece.size
-    first_col, last_col = np.full(n, width), np.full(n, -1)
-    first_row, last_row = np.full(n, ink.shape[0]), np.full(n, -1)
-    np.minimum.at(first_col, piece, col)
-    np.maximum.at(last_col, piece, col)
-    np.minimum.at(first_row, piece, lo)
-    np.maximum.at(last_row, piece, hi)
-    extent = np.maximum(last_col - first_col + 1, last_row - first_row + 1)
-    pixels = np.bincount(piece, weights=(hi - lo + 1).astype(np.float64), minlength=n)
-    return col, lo, hi, piece, extent, pixels
+    label, boxes = labelled(ink)
+    piece = label[lo, col].astype(np.int64) - 1
+    upper, lower, left, right, pixels = (boxes[:, i] for i in range(5))
+    extent = np.maximum(right - left + 1, lower - upper + 1)
+    return col, lo, hi, piece, extent, pixels.astype(np.float64)
 
 
 def dotted_columns(scan: ScanPixels, page: Page, rows: np.ndarray, cols: np.ndarray, half: int
