@@ -368,9 +368,9 @@ def _traces(prob: np.ndarray, grid: _Grid, paths: list[tuple[np.ndarray, np.ndar
             wanted = [grid.centre[paths[k][0][col]] for k in ks]
             steep = [_steep(grid, paths[k][0], col, stroke) for k in ks]
             if len(ks) > 1 and any(steep) and not all(steep):
-                centres = _crossed(prob, col, lo[run_index], hi[run_index], wanted, steep, stroke)
+                centres = _crossed(dense, col, lo[run_index], hi[run_index], wanted, steep, stroke)
             else:
-                centres = _centres(prob, col, lo[run_index], hi[run_index], wanted)
+                centres = _centres(dense, col, lo[run_index], hi[run_index], wanted)
             for k, centre in zip(ks, centres, strict=True):
                 rows[k, col], conf[k, col] = centre, confidence[run_index]
     traces = []
@@ -410,10 +410,10 @@ def _crossed(prob: np.ndarray, col: int, lo: int, hi: int, wanted: list[float], 
 def _centres(prob: np.ndarray, col: int, lo: int, hi: int, wanted: list[float]) -> list[float]:
     """Centroids of a run's rows (one row of margin either side) split between the paths in it: each
     takes the rows nearer its own bin than the others' (paths in one place share them)."""
+    if len(wanted) == 1:
+        return [float(centroids(prob, np.array([col]), np.array([lo]), np.array([hi]))[0])]
     rows = np.arange(max(lo - 1, 0), min(hi + 2, prob.shape[0]))
     weights = prob[rows, col].astype(np.float64)
-    if len(wanted) == 1:
-        return [float((weights * rows).sum() / max(weights.sum(), 1e-9))]
     centres = []
     targets = np.array(wanted)
     nearest = np.argmin(np.abs(rows[:, None] - targets[None, :]), axis=1)
