@@ -109,6 +109,36 @@ def test_a_curve_that_wraps_is_read_on_its_backup_scale_past_the_edge_and_on_its
     assert np.median(np.abs(wrapped_trace.u[found] - fraction[found])) < 0.02
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "LEVEL_COST is charged per column on a backup scale, so on a full-resolution track (four times the model "
+    "grid's columns per foot) a stretch past the edge longer than the cost of moving back and forth across the "
+    "track is read on the primary scale in its middle. Charged a quarter as much, or a twentieth, this reads "
+    "right, but false wraps then cost more than the long stretches gain: at a quarter, tuning seeds 7777 and 8888 "
+    "of the independent renderer read 9.73 -> 11.87 % and 11.39 -> 13.12 % on-scale, 12.35 -> 13.86 % and "
+    "16.25 -> 16.67 % over all samples (bench/README.md, 2026-12-05, thirty-fourth session)"))
+def test_a_long_stretch_on_the_backup_scale_of_a_full_resolution_track_is_read_there_throughout() -> None:
+    # A full-resolution scan: a track 480 rows tall and 9,000 columns wide, where the curve runs past its
+    # bottom edge for 4,000 columns and is drawn there on its backup scale. The stretch is read on the
+    # backup scale from end to end, never moved back onto the primary scale in the middle, where the ink
+    # costs the same on either.
+    height, top, bottom, width = 500, 10.0, 490.0, 9000
+    x = np.arange(width, dtype=np.float64)
+    fraction = 0.55 + 0.6 * np.exp(-(((x - 4500) / 2300) ** 8)) + 0.05 * np.sin(2 * np.pi * x / 700)
+    level = (fraction > 1).astype(np.int8)
+    rows = np.arange(height)
+    inside = ((rows >= top) & (rows <= bottom))[:, None]
+    grid = rows[:, None]
+    pieces = []
+    for side in (0, 1):
+        centre = top + (fraction - side) * (bottom - top)
+        pieces.append(((grid >= centre[None, :] - 1.5) & (grid <= centre[None, :] + 1.5) & inside).astype(np.float32))
+    trace, = trace_joint(np.maximum(*pieces), top, bottom, [CurveHint("solid", levels=(0, 1))])
+    found = np.isfinite(trace.u)
+    assert level.sum() > 3500 and found.mean() > 0.97
+    assert np.mean(trace.level[found] == level[found]) > 0.99
+    assert np.median(np.abs(trace.u[found] - fraction[found])) < 0.01
+
+
 def test_a_steep_stretch_crossed_by_another_curve_is_read_at_its_own_centre() -> None:
     x = np.arange(WIDTH, dtype=np.float64)
     # Kicks from near the top to near the bottom in a few columns, each through a flat solid curve.
