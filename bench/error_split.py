@@ -15,7 +15,10 @@ so that `mae_pct` = named + slip + off + small, each in % of the track range ove
 result flagged it ambiguous; `untraced_inside` and `untraced_at_edge` are the shares of the true curves'
 scored samples in tracks of two or more curves with no trace within OFF_BY of them (another trace doubles a
 curve), inside the track and within EDGE of an edge; `edge_samples` and `edge_error` are the share of the
-scored samples within EDGE of an edge and their share of the error.
+scored samples within EDGE of an edge and their share of the error. `wrapped` splits the wrapped samples
+(the curve inked past an edge, on a backup scale; both readings present), by the track (a curve alone or
+two or more) and the wrap the curve declares, into the shares read right (within OFF_BY of the truth), a
+whole scale off (within SLIP_SLACK of a whole number of track widths, not 0) and elsewhere.
 """
 
 from __future__ import annotations
@@ -87,7 +90,32 @@ def split(rows: list[Row]) -> dict[str, Any]:
             "untraced_inside": round(untraced["inside"] / shared_samples, 4) if shared_samples else None,
             "untraced_at_edge": round(untraced["at_edge"] / shared_samples, 4) if shared_samples else None,
             "edge_samples": round(edge_count / scored_count, 4) if scored_count else None,
-            "edge_error": round(edge_error / total_error, 4) if total_error else None}
+            "edge_error": round(edge_error / total_error, 4) if total_error else None,
+            "wrapped": wrapped_split(rows)}
+
+
+def wrapped_split(rows: list[Row]) -> dict[str, dict[str, Any]]:
+    """`split`'s `wrapped`: per "alone" or "shared" track and declared wrap, the wrapped samples and the shares
+    of them read right, a whole scale off and elsewhere."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in rows:
+        has_value = row.get("has_value", np.ones(row["truth"].size, dtype=bool))
+        cols = row["wrapped"] & row["inked"] & has_value & np.isfinite(row["pred"]) & np.isfinite(row["truth"])
+        if not cols.any():
+            continue
+        off = row["pred"][cols] - row["truth"][cols]
+        scales = np.rint(off)
+        on_own = np.abs(off - scales) < SLIP_SLACK
+        right = np.abs(off) <= OFF_BY
+        slipped = on_own & (scales != 0) & ~right
+        key = f"{'alone' if row['curves_in_log'] == 1 else 'shared'}/{row.get('wrap', 'none')}"
+        tally = counts[key]
+        tally[0] += int(right.sum())
+        tally[1] += int(slipped.sum())
+        tally[2] += int((~right & ~slipped).sum())
+    return {key: {"samples": sum(tally), "right": round(tally[0] / sum(tally), 4),
+                  "a_scale_off": round(tally[1] / sum(tally), 4), "elsewhere": round(tally[2] / sum(tally), 4)}
+            for key, tally in sorted(counts.items())}
 
 
 def main(argv: list[str] | None = None) -> int:

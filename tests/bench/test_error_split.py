@@ -54,3 +54,18 @@ def test_samples_at_an_edge_and_their_share_of_the_error() -> None:
     assert result["edge_samples"] == 0.5
     assert result["edge_error"] == 1.0
     assert result["untraced_inside"] is None  # no track of two or more curves
+
+
+def test_wrapped_samples_read_right_a_scale_off_or_elsewhere_by_track_and_declared_wrap() -> None:
+    n = 40
+    truth = np.full(n, 1.2)  # past the bottom edge, on the backup scale, throughout
+    pred = np.full(n, 1.21)
+    pred[:10] = 0.2  # read on the primary scale: a whole scale off
+    pred[10:15] = 0.6  # on nothing
+    alone = _row(1, 1, truth, pred, told="single", identity="single")
+    alone.update(wrapped=np.ones(n, dtype=bool), wrap="right")
+    shared = [_row(1, 2, truth.copy(), np.full(n, 2.2)), _row(2, 2, np.full(n, 0.5), np.full(n, 0.5))]
+    shared[0].update(wrapped=np.ones(n, dtype=bool), wrap="both")  # read a scale too far, past the other edge
+    result = error_split.split([alone, *shared])["wrapped"]
+    assert result == {"alone/right": {"samples": n, "right": 0.625, "a_scale_off": 0.25, "elsewhere": 0.125},
+                      "shared/both": {"samples": n, "right": 0.0, "a_scale_off": 1.0, "elsewhere": 0.0}}
