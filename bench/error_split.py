@@ -18,7 +18,9 @@ curve), inside the track and within EDGE of an edge; `edge_samples` and `edge_er
 scored samples within EDGE of an edge and their share of the error. `wrapped` splits the wrapped samples
 (the curve inked past an edge, on a backup scale; both readings present), by the track (a curve alone or
 two or more) and the wrap the curve declares, into the shares read right (within OFF_BY of the truth), a
-whole scale off (within SLIP_SLACK of a whole number of track widths, not 0) and elsewhere.
+whole scale off (within SLIP_SLACK of a whole number of track widths, not 0) and elsewhere. `worst_curves`
+lists the WORST_CURVES curves that carry the most of the mean error, each with its log's index, what the log
+says of it and its own split: the logs to look at first.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ from digitise_figures import OFF_BY, Row, scored  # noqa: E402
 
 EDGE = 0.05  # of the track: a sample this near an edge is "at the edge"
 SLIP_SLACK = 0.05  # of the track: an error within this of a whole number of track widths (not 0) is a slip
+WORST_CURVES = 10
+CURVE_FIELDS = ("position", "curves_in_log", "style", "ink_class", "weight", "stroke_px", "wrap", "told_apart_by",
+                "identity")
 
 
 def split(rows: list[Row]) -> dict[str, Any]:
@@ -49,7 +54,8 @@ def split(rows: list[Row]) -> dict[str, Any]:
     edge_count, edge_error, total_error = 0, 0.0, 0.0
     untraced = {"inside": 0, "at_edge": 0}
     shared_samples = 0
-    for log_rows in digitise_eval.per_log(rows):
+    curves: list[tuple[float, dict[str, Any]]] = []  # (error summed over its samples, what `worst_curves` says)
+    for index, log_rows in enumerate(digitise_eval.per_log(rows)):
         truths = np.stack([r["truth"] for r in log_rows])
         preds = np.stack([r["pred"] for r in log_rows])
         for row in log_rows:
@@ -61,10 +67,12 @@ def split(rows: list[Row]) -> dict[str, Any]:
             nearest = np.minimum(nearest, own)
             signed = np.abs(row["pred"][cols] - row["truth"][cols])
             slip = (nearest > 0.5) & (np.abs(signed - np.rint(signed)) < SLIP_SLACK)
-            parts["named"] += float((own - nearest).sum())
-            parts["slip"] += float(nearest[slip].sum())
-            parts["off"] += float(nearest[~slip & (nearest > OFF_BY)].sum())
-            parts["small"] += float(nearest[nearest <= OFF_BY].sum())
+            mine = {"named": float((own - nearest).sum()), "slip": float(nearest[slip].sum()),
+                    "off": float(nearest[~slip & (nearest > OFF_BY)].sum()),
+                    "small": float(nearest[nearest <= OFF_BY].sum())}
+            for name, value in mine.items():
+                parts[name] += value
+            curves.append((float(own.sum()), {"log": index, **{k: row.get(k) for k in CURVE_FIELDS}, **mine}))
             named_by[f"{row['told_apart_by']}/{row['identity']}"] += float((own - nearest).sum())
             scored_count += int(cols.sum())
             at_edge = (row["truth"][cols] < EDGE) | (row["truth"][cols] > 1 - EDGE)
@@ -91,7 +99,10 @@ def split(rows: list[Row]) -> dict[str, Any]:
             "untraced_at_edge": round(untraced["at_edge"] / shared_samples, 4) if shared_samples else None,
             "edge_samples": round(edge_count / scored_count, 4) if scored_count else None,
             "edge_error": round(edge_error / total_error, 4) if total_error else None,
-            "wrapped": wrapped_split(rows)}
+            "wrapped": wrapped_split(rows),
+            "worst_curves": [{**{k: v for k, v in said.items() if k not in parts}, "mae_pct": pct(error),
+                              **{f"{name}_pct": pct(said[name]) for name in parts}}
+                             for error, said in sorted(curves, key=lambda c: -c[0])[:WORST_CURVES]]}
 
 
 def wrapped_split(rows: list[Row]) -> dict[str, dict[str, Any]]:

@@ -44,6 +44,12 @@ def test_a_swap_a_slip_a_stray_and_a_near_miss_each_land_in_their_share() -> Non
     assert result["named_by_told_apart_pct"]["none/ambiguous"] == pytest.approx(result["named_pct"], abs=1e-3)
     assert result["untraced_inside"] == 0.5 and result["untraced_at_edge"] == 0.0  # the first curve, of two
     assert result["edge_samples"] == 0.0
+    worst = result["worst_curves"]
+    assert [(c["log"], c["position"]) for c in worst] == [(0, 1), (1, 1), (0, 2)]  # by their share of the error
+    assert worst[0]["named_pct"] == pytest.approx(result["named_pct"], abs=1e-3)
+    assert worst[1]["slip_pct"] == pytest.approx(result["slip_pct"], abs=1e-3)
+    assert worst[1]["told_apart_by"] == "single" and worst[0]["identity"] == "ambiguous"
+    assert worst[2]["mae_pct"] == 0.0
 
 
 def test_samples_at_an_edge_and_their_share_of_the_error() -> None:
