@@ -71,7 +71,7 @@ def warm_number_loops() -> None:
     """Compile (or load from numba's cache) the compiled loops `number_pixels` runs (`tracer.compile_loops`)."""
     ink = np.zeros((12, 12), dtype=bool)
     ink[2:10, 3:5] = True
-    labelled(_upright(ink, 8, 4) | _specks(ink, 3))
+    labelled(_Strokes(ink).upright(8, 4))
 
 
 def number_pixels(gray: np.ndarray, page: Page, top: float, bottom: float) -> np.ndarray:
@@ -85,8 +85,9 @@ def number_pixels(gray: np.ndarray, page: Page, top: float, bottom: float) -> np
     band = gray[first:last]
     dark = float(np.percentile(band, DARK_PERCENTILE))
     ink = band <= (page.paper - np.maximum(MIN_DARKNESS, DARK_SHARE * (page.paper - dark)))[None, :]
+    strokes = _Strokes(ink)
     for run in RUN_SHARES:
-        found[first:last] |= _numbers_found(_glyph_ink(ink, run * span), span)
+        found[first:last] |= _numbers_found(_glyph_ink(strokes, run * span), span)
     return found
 
 
@@ -109,27 +110,31 @@ def _numbers_found(ink: np.ndarray, span: float) -> np.ndarray:
     return mine[label]
 
 
-def _glyph_ink(ink: np.ndarray, longest: float) -> np.ndarray:
-    """The track's dark `ink` without upright strokes `longest` rows long or more and without specks, the
+class _Strokes:
+    """The track's dark ink and what `_glyph_ink` reads of it whatever stroke length it takes out: each pixel's
+    upright and lying run lengths, and the specks (upright runs of at most SPECK_PX rows with no ink beside
+    them in their row: the noise of a faint ruling, which would join the glyphs it passes)."""
+
+    def __init__(self, ink: np.ndarray) -> None:
+        self.ink = ink
+        self.tall = _run_lengths(ink)
+        self.wide = _run_lengths(np.ascontiguousarray(ink.T)).T
+        self.specks = ink & (self.tall <= SPECK_PX) & ~_beside(ink, 1)
+
+    def upright(self, length: int, line_px: int) -> np.ndarray:
+        """The pixels in upright runs of at least `length` rows whose row runs are at most `line_px` long."""
+        return (self.tall >= length) & (self.wide <= line_px)
+
+
+def _glyph_ink(strokes: _Strokes, longest: float) -> np.ndarray:
+    """The track's dark ink without upright strokes `longest` rows long or more and without specks, the
     strokes put back where what is left lies within REJOIN_PX of them on both sides, left and right or above
     and below (see the module)."""
-    taken = _upright(ink, max(MIN_GLYPH_PX, int(np.ceil(longest))), LINE_PX)
-    kept = ink & ~taken & ~_specks(ink, SPECK_PX)
+    taken = strokes.upright(max(MIN_GLYPH_PX, int(np.ceil(longest))), LINE_PX)
+    kept = strokes.ink & ~taken & ~strokes.specks
     across = _on_both_sides(kept | _beside(kept, 0), REJOIN_PX, 1)  # left and right, a row of drift either way
     along = _on_both_sides(kept | _beside(kept, 1), REJOIN_PX, 0)  # above and below, a column either way
     return kept | (taken & (across | along))
-
-
-def _upright(ink: np.ndarray, length: int, line_px: int) -> np.ndarray:
-    """The pixels of `ink` in upright runs of at least `length` rows whose row runs are at most `line_px` long."""
-    across = _run_lengths(np.ascontiguousarray(ink.T)).T
-    return (_run_lengths(ink) >= length) & (across <= line_px)
-
-
-def _specks(ink: np.ndarray, longest: int) -> np.ndarray:
-    """The pixels of `ink` in upright runs of at most `longest` rows with no ink beside them in their row: the
-    noise of a faint ruling, which would join the glyphs it passes."""
-    return ink & (_run_lengths(ink) <= longest) & ~_beside(ink, 1)
 
 
 def _beside(ink: np.ndarray, axis: int) -> np.ndarray:
