@@ -65,15 +65,14 @@ def split(rows: list[Row]) -> dict[str, Any]:
                 apart = np.abs(row["pred"][cols][None, :] - truths[:, cols])
             nearest = np.nanmin(np.where(np.isfinite(apart), apart, np.inf), axis=0)
             nearest = np.minimum(nearest, own)
-            signed = np.abs(row["pred"][cols] - row["truth"][cols])
-            slip = (nearest > 0.5) & (np.abs(signed - np.rint(signed)) < SLIP_SLACK)
+            slip = (nearest > 0.5) & _scales_off(own)
             mine = {"named": float((own - nearest).sum()), "slip": float(nearest[slip].sum()),
                     "off": float(nearest[~slip & (nearest > OFF_BY)].sum()),
                     "small": float(nearest[nearest <= OFF_BY].sum())}
             for name, value in mine.items():
                 parts[name] += value
             curves.append((float(own.sum()), {"log": index, **{k: row.get(k) for k in CURVE_FIELDS}, **mine}))
-            named_by[f"{row['told_apart_by']}/{row['identity']}"] += float((own - nearest).sum())
+            named_by[f"{row['told_apart_by']}/{row['identity']}"] += mine["named"]
             scored_count += int(cols.sum())
             at_edge = (row["truth"][cols] < EDGE) | (row["truth"][cols] > 1 - EDGE)
             edge_count += int(at_edge.sum())
@@ -115,10 +114,8 @@ def wrapped_split(rows: list[Row]) -> dict[str, dict[str, Any]]:
         if not cols.any():
             continue
         off = row["pred"][cols] - row["truth"][cols]
-        scales = np.rint(off)
-        on_own = np.abs(off - scales) < SLIP_SLACK
         right = np.abs(off) <= OFF_BY
-        slipped = on_own & (scales != 0) & ~right
+        slipped = _scales_off(off) & ~right
         key = f"{'alone' if row['curves_in_log'] == 1 else 'shared'}/{row.get('wrap', 'none')}"
         tally = counts[key]
         tally[0] += int(right.sum())
@@ -127,6 +124,12 @@ def wrapped_split(rows: list[Row]) -> dict[str, dict[str, Any]]:
     return {key: {"samples": sum(tally), "right": round(tally[0] / sum(tally), 4),
                   "a_scale_off": round(tally[1] / sum(tally), 4), "elsewhere": round(tally[2] / sum(tally), 4)}
             for key, tally in sorted(counts.items())}
+
+
+def _scales_off(off: np.ndarray) -> np.ndarray:
+    """Where an error (in track widths) is within SLIP_SLACK of a whole number of track widths other than 0."""
+    scales = np.rint(off)
+    return (np.abs(off - scales) < SLIP_SLACK) & (scales != 0)
 
 
 def main(argv: list[str] | None = None) -> int:
