@@ -8,6 +8,8 @@ import numpy as np
 
 from veernet_core.digitise.tracer_loop import _compiled
 
+START_LABELS = 256  # provisional labels the union-find table holds before it first doubles
+
 
 @_compiled
 def labelled(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
@@ -15,7 +17,7 @@ def labelled(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no co
     and per piece (label - 1) its first row, last row, first column, last column and pixel count."""
     height, width = ink.shape
     label = np.zeros((height, width), dtype=np.int32)
-    parent = np.zeros(height * width // 2 + 2, dtype=np.int32)
+    parent = np.zeros(START_LABELS, dtype=np.int32)  # grown by doubling as provisional labels are made
     count = 0
     for r in range(height):
         for c in range(width):
