@@ -106,6 +106,20 @@ def test_depth_numbers_are_found_and_no_curve_ink_with_them() -> None:
     assert np.flatnonzero(found.any(axis=1)).max() <= NUMBER_ROW + 24
 
 
+def test_numbers_in_a_one_pixel_pen_are_found() -> None:
+    """Digits whose strokes are a pixel wide (a fine pen, or a light print of which only the strokes' cores
+    are dark enough to be ink) step diagonally round their curves: a step is no speck of a ruling."""
+    rng = np.random.default_rng(3)
+    scan = _grid(rng)
+    curves = _curves(rng)
+    printed = (_numbers() > 0.7) & ~curves
+    scan[printed] = 70
+    scan[curves] = 25
+    found = _found(np.clip(scan, 0, 255).astype(np.uint8))
+    assert (found & printed).sum() > 0.9 * printed.sum()
+    assert not (found & curves).any()
+
+
 def test_curves_of_every_style_on_a_ruled_track_are_never_numbers() -> None:
     for seed in (3, 4, 5):
         scan, _, _ = _scan(numbers=False, seed=seed)

@@ -14,8 +14,9 @@ Numbers are told from curves by their shape and their repetition, not by a font:
   REJOIN_PX on both sides of them (left and right, or above and below), so that a curve crossing a line
   stays one piece, not a row of glyph-sized pieces between the lines. The numbers are looked for once with
   each share in RUN_SHARES: the smaller for faint lines broken into short strokes, the larger for tall
-  digits. Specks (upright runs of at most SPECK_PX rows with no ink beside them: the noise of a faint
-  ruling) are taken out too.
+  digits. Specks (upright runs of at most SPECK_PX rows with no ink beside them, in their row or a row
+  either way: the noise of a faint ruling) are taken out too; a digit drawn with a one-pixel pen steps
+  diagonally round its curves, and those steps are no specks.
 - A glyph is a connected piece of ink (8-connected) at least MIN_GLYPH_PX tall and at most MAX_GLYPH_SHARE
   of the track's height, narrower than GLYPH_ASPECT of its height (a dot of a dotted pen is round, a dash
   along a flat curve is wide).
@@ -34,7 +35,10 @@ A curve crossing a digit joins it into a larger piece, which is left as it is: o
 are taken out, so a curve drawn over a number keeps its ink there. On 300 full-resolution logs (the
 independent renderer's tuning seeds 7777, 8888 and 1111, the generator's 7777 and its held-out 424242;
 bench/README.md, 2026-12-05), no number was found on a log that prints none, and numbers were found on 29 of
-the independent renderer's 46 logs that print them (of the 17 missed, 7 are 1-bit scans).
+the independent renderer's 46 logs that print them (of the 17 missed, 7 are 1-bit scans). Counted again on
+the scans the service reads (`pipeline.readable_scan`, the model at its scale of 0.2; bench/README.md,
+2026-12-05, thirty-fifth session): found on 22 of those 46 logs, 20 before diagonal steps were kept, and on
+one of seed 8888's logs that prints none, as before.
 """
 
 from __future__ import annotations
@@ -113,13 +117,13 @@ def _numbers_found(ink: np.ndarray, span: float) -> np.ndarray:
 class _Strokes:
     """The track's dark ink and what `_glyph_ink` reads of it whatever stroke length it takes out: each pixel's
     upright and lying run lengths, and the specks (upright runs of at most SPECK_PX rows with no ink beside
-    them in their row: the noise of a faint ruling, which would join the glyphs it passes)."""
+    them, in their row or diagonally: the noise of a faint ruling, which would join the glyphs it passes)."""
 
     def __init__(self, ink: np.ndarray) -> None:
         self.ink = ink
         self.tall = _run_lengths(ink)
         self.wide = _run_lengths(np.ascontiguousarray(ink.T)).T
-        self.specks = ink & (self.tall <= SPECK_PX) & ~_beside(ink, 1)
+        self.specks = ink & (self.tall <= SPECK_PX) & ~_beside(ink | _beside(ink, 0), 1)
 
     def upright(self, length: int, line_px: int) -> np.ndarray:
         """The pixels in upright runs of at least `length` rows whose row runs are at most `line_px` long."""
