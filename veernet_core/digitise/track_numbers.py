@@ -32,13 +32,13 @@ Numbers are told from curves by their shape and their repetition, not by a font:
   in the track.
 
 A curve crossing a digit joins it into a larger piece, which is left as it is: only the glyphs' own pieces
-are taken out, so a curve drawn over a number keeps its ink there. On 300 full-resolution logs (the
-independent renderer's tuning seeds 7777, 8888 and 1111, the generator's 7777 and its held-out 424242;
-bench/README.md, 2026-12-05), no number was found on a log that prints none, and numbers were found on 29 of
-the independent renderer's 46 logs that print them (of the 17 missed, 7 are 1-bit scans). Counted again on
-the scans the service reads (`pipeline.readable_scan`, the model at its scale of 0.2; bench/README.md,
-2026-12-05, thirty-fifth session): found on 22 of those 46 logs, 20 before diagonal steps were kept, and on
-one of seed 8888's logs that prints none, as before.
+are taken out, so a curve drawn over a number keeps its ink there. Counted on the scans the service reads
+(`pipeline.readable_scan`, full-resolution logs brought to the model's scale of 0.2; bench/README.md,
+2026-12-05, thirty-fifth session): numbers are found on 22 of the 46 logs of the independent renderer's tuning
+seeds 7777, 8888 and 1111 that print them (20 before diagonal steps were kept; of the 24 missed, 7 are 1-bit
+scans), on none of the generator's 7777 and 424242 logs that print none, and on one of the independent
+renderer's logs that prints none (seed 8888's 52). An earlier count, taken another way, read 29 of 46 and
+none on a log that prints none (bench/README.md, 2026-12-05, thirty-third session).
 """
 
 from __future__ import annotations
