@@ -14,8 +14,10 @@ so that `mae_pct` = named + slip + off + small, each in % of the track range ove
 `named_by_told_apart_pct` splits `named_pct` by what the hints tell a curve apart by and whether the
 result flagged it ambiguous; `untraced_inside` and `untraced_at_edge` are the shares of the true curves'
 scored samples in tracks of two or more curves with no trace within OFF_BY of them (another trace doubles a
-curve), inside the track and within EDGE of an edge; `edge_samples` and `edge_error` are the share of the
-scored samples within EDGE of an edge and their share of the error. `wrapped` splits the wrapped samples
+curve), inside the track and within EDGE of an edge, and `untraced_by_look` the inside share per line style
+and whether another curve of the track is declared alike (style and ink class: "twin") or not ("own look");
+`edge_samples` and `edge_error` are the share of the scored samples within EDGE of an edge and their share
+of the error. `wrapped` splits the wrapped samples
 (the curve inked past an edge, on a backup scale; both readings present), by the track (a curve alone or
 two or more) and the wrap the curve declares, into the shares read right (within OFF_BY of the truth), a
 whole scale off (within SLIP_SLACK of a whole number of track widths, not 0) and elsewhere. `worst_curves`
@@ -53,6 +55,7 @@ def split(rows: list[Row]) -> dict[str, Any]:
     scored_count = 0
     edge_count, edge_error, total_error = 0, 0.0, 0.0
     untraced = {"inside": 0, "at_edge": 0}
+    by_look: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # untraced inside, inside: per style and twin
     shared_samples = 0
     curves: list[tuple[float, dict[str, Any]]] = []  # (error summed over its samples, what `worst_curves` says)
     for index, log_rows in enumerate(digitise_eval.per_log(rows)):
@@ -86,6 +89,9 @@ def split(rows: list[Row]) -> dict[str, Any]:
                 missing = gap > OFF_BY
                 untraced["at_edge"] += int((missing & at_edge).sum())
                 untraced["inside"] += int((missing & ~at_edge).sum())
+                look = by_look[f"{row.get('style')}/{'twin' if _has_twin(row, log_rows) else 'own look'}"]
+                look[0] += int((missing & ~at_edge).sum())
+                look[1] += int((~at_edge).sum())
 
     def pct(value: float) -> float | None:
         return round(100 * value / scored_count, 3) if scored_count else None
@@ -96,6 +102,8 @@ def split(rows: list[Row]) -> dict[str, Any]:
                                                                                  key=lambda kv: -kv[1])},
             "untraced_inside": round(untraced["inside"] / shared_samples, 4) if shared_samples else None,
             "untraced_at_edge": round(untraced["at_edge"] / shared_samples, 4) if shared_samples else None,
+            "untraced_by_look": {key: {"samples": inside, "untraced": round(missed / inside, 4)}
+                                 for key, (missed, inside) in sorted(by_look.items()) if inside},
             "edge_samples": round(edge_count / scored_count, 4) if scored_count else None,
             "edge_error": round(edge_error / total_error, 4) if total_error else None,
             "wrapped": wrapped_split(rows),
@@ -124,6 +132,12 @@ def wrapped_split(rows: list[Row]) -> dict[str, dict[str, Any]]:
     return {key: {"samples": sum(tally), "right": round(tally[0] / sum(tally), 4),
                   "a_scale_off": round(tally[1] / sum(tally), 4), "elsewhere": round(tally[2] / sum(tally), 4)}
             for key, tally in sorted(counts.items())}
+
+
+def _has_twin(row: Row, log_rows: list[Row]) -> bool:
+    """Whether another curve of the row's track is declared in its line style and ink class."""
+    return any(other is not row and other.get("style") == row.get("style")
+               and other.get("ink_class") == row.get("ink_class") for other in log_rows)
 
 
 def _scales_off(off: np.ndarray) -> np.ndarray:

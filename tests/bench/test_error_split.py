@@ -52,6 +52,22 @@ def test_a_swap_a_slip_a_stray_and_a_near_miss_each_land_in_their_share() -> Non
     assert worst[2]["mae_pct"] == 0.0
 
 
+def test_untraced_samples_by_the_curves_line_style_and_whether_another_curve_looks_alike() -> None:
+    n = 40
+    solid, dashed_a, dashed_b = np.full(n, 0.2), np.full(n, 0.5), np.full(n, 0.8)
+    rows = [_row(1, 3, solid, solid.copy()), _row(2, 3, dashed_a, dashed_a.copy()),
+            _row(3, 3, dashed_b, dashed_a.copy())]  # the second dashed curve's trace doubles the first's
+    for row, style in zip(rows, ("solid", "dashed", "dashed"), strict=True):
+        row.update(style=style, ink_class="dark")
+    rows[2]["pred"][: n // 4] = 0.8  # but follows its own curve over a quarter of the log
+    looks = error_split.split(rows)["untraced_by_look"]
+    assert looks == {"dashed/twin": {"samples": 2 * n, "untraced": 0.375},  # 30 of the two curves' 80
+                     "solid/own look": {"samples": n, "untraced": 0.0}}
+    rows[2]["ink_class"] = "light"  # declared in another ink: no longer the first one's twin
+    looks = error_split.split(rows)["untraced_by_look"]
+    assert looks["dashed/own look"] == {"samples": 2 * n, "untraced": 0.375}
+
+
 def test_samples_at_an_edge_and_their_share_of_the_error() -> None:
     n = 50
     truth = np.concatenate([np.full(n, 0.98), np.full(n, 0.5)])
