@@ -8,19 +8,20 @@ present), the trace's error against its own true curve is split into:
 - `named_pct`: how much nearer the trace lies to another true curve of its log than to its own (the error a
   right name would take off, column by column);
 - of the error against the nearest true curve: `slip_pct` (off its own curve by a whole number of track
-  widths, within SLIP_SLACK, with no true curve within half a track: the right curve on the wrong scale),
+  widths, within OFF_BY, as `scale_slip` counts it, with no true curve within half a track: the right curve
+  on the wrong scale),
   `off_pct` (more than OFF_BY off otherwise) and `small_pct` (within OFF_BY);
 so that `mae_pct` = named + slip + off + small, each in % of the track range over all scored samples. Then
 `named_by_told_apart_pct` splits `named_pct` by what the hints tell a curve apart by and whether the
 result flagged it ambiguous; `untraced_inside` and `untraced_at_edge` are the shares of the true curves'
 scored samples in tracks of two or more curves with no trace within OFF_BY of them (another trace doubles a
 curve), inside the track and within EDGE of an edge, and `untraced_by_look` the inside share per line style
-and whether another curve of the track is declared alike (style and ink class: "twin") or not ("own look");
-`edge_samples` and `edge_error` are the share of the scored samples within EDGE of an edge and their share
-of the error. `wrapped` splits the wrapped samples
-(the curve inked past an edge, on a backup scale; both readings present), by the track (a curve alone or
-two or more) and the wrap the curve declares, into the shares read right (within OFF_BY of the truth), a
-whole scale off (within SLIP_SLACK of a whole number of track widths, not 0) and elsewhere. `worst_curves`
+and whether another curve of the track is declared alike (style and ink: "twin", `told_apart_by` none) or
+not ("own look"); `edge_samples` and `edge_error` are the share of the scored samples within EDGE of an edge
+and their share of the error. `wrapped` splits the wrapped samples (the curve inked past an edge, on a
+backup scale; both readings present), by the track (a curve alone or two or more) and the wrap the curve
+declares, into the shares read right (within OFF_BY of the truth), a whole scale off (`scale_slips`) and
+elsewhere. `worst_curves`
 lists the WORST_CURVES curves that carry the most of the mean error, each with its log's index, what the log
 says of it and its own split: the logs to look at first.
 """
@@ -39,10 +40,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import digitise_eval  # noqa: E402
-from digitise_figures import OFF_BY, Row, scored  # noqa: E402
+from digitise_figures import OFF_BY, Row, scale_slips, scored  # noqa: E402
 
 EDGE = 0.05  # of the track: a sample this near an edge is "at the edge"
-SLIP_SLACK = 0.05  # of the track: an error within this of a whole number of track widths (not 0) is a slip
 WORST_CURVES = 10
 CURVE_FIELDS = ("position", "curves_in_log", "style", "ink_class", "weight", "stroke_px", "wrap", "told_apart_by",
                 "identity")
@@ -68,7 +68,7 @@ def split(rows: list[Row]) -> dict[str, Any]:
                 apart = np.abs(row["pred"][cols][None, :] - truths[:, cols])
             nearest = np.nanmin(np.where(np.isfinite(apart), apart, np.inf), axis=0)
             nearest = np.minimum(nearest, own)
-            slip = (nearest > 0.5) & _scales_off(own)
+            slip = (nearest > 0.5) & scale_slips(own)
             mine = {"named": float((own - nearest).sum()), "slip": float(nearest[slip].sum()),
                     "off": float(nearest[~slip & (nearest > OFF_BY)].sum()),
                     "small": float(nearest[nearest <= OFF_BY].sum())}
@@ -89,7 +89,7 @@ def split(rows: list[Row]) -> dict[str, Any]:
                 missing = gap > OFF_BY
                 untraced["at_edge"] += int((missing & at_edge).sum())
                 untraced["inside"] += int((missing & ~at_edge).sum())
-                look = by_look[f"{row.get('style')}/{'twin' if _has_twin(row, log_rows) else 'own look'}"]
+                look = by_look[f"{row.get('style')}/{'twin' if row['told_apart_by'] == 'none' else 'own look'}"]
                 look[0] += int((missing & ~at_edge).sum())
                 look[1] += int((~at_edge).sum())
 
@@ -123,7 +123,7 @@ def wrapped_split(rows: list[Row]) -> dict[str, dict[str, Any]]:
             continue
         off = row["pred"][cols] - row["truth"][cols]
         right = np.abs(off) <= OFF_BY
-        slipped = _scales_off(off) & ~right
+        slipped = scale_slips(off)
         key = f"{'alone' if row['curves_in_log'] == 1 else 'shared'}/{row.get('wrap', 'none')}"
         tally = counts[key]
         tally[0] += int(right.sum())
@@ -132,18 +132,6 @@ def wrapped_split(rows: list[Row]) -> dict[str, dict[str, Any]]:
     return {key: {"samples": sum(tally), "right": round(tally[0] / sum(tally), 4),
                   "a_scale_off": round(tally[1] / sum(tally), 4), "elsewhere": round(tally[2] / sum(tally), 4)}
             for key, tally in sorted(counts.items())}
-
-
-def _has_twin(row: Row, log_rows: list[Row]) -> bool:
-    """Whether another curve of the row's track is declared in its line style and ink class."""
-    return any(other is not row and other.get("style") == row.get("style")
-               and other.get("ink_class") == row.get("ink_class") for other in log_rows)
-
-
-def _scales_off(off: np.ndarray) -> np.ndarray:
-    """Where an error (in track widths) is within SLIP_SLACK of a whole number of track widths other than 0."""
-    scales = np.rint(off)
-    return (np.abs(off - scales) < SLIP_SLACK) & (scales != 0)
 
 
 def main(argv: list[str] | None = None) -> int:

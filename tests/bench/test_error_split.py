@@ -13,6 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import error_split  # noqa: E402
+from digitise_figures import told_apart  # noqa: E402
 
 
 def _row(position: int, curves: int, truth: np.ndarray, pred: np.ndarray, told: str = "none",
@@ -57,14 +58,19 @@ def test_untraced_samples_by_the_curves_line_style_and_whether_another_curve_loo
     solid, dashed_a, dashed_b = np.full(n, 0.2), np.full(n, 0.5), np.full(n, 0.8)
     rows = [_row(1, 3, solid, solid.copy()), _row(2, 3, dashed_a, dashed_a.copy()),
             _row(3, 3, dashed_b, dashed_a.copy())]  # the second dashed curve's trace doubles the first's
-    for row, style in zip(rows, ("solid", "dashed", "dashed"), strict=True):
-        row.update(style=style, ink_class="dark")
     rows[2]["pred"][: n // 4] = 0.8  # but follows its own curve over a quarter of the log
-    looks = error_split.split(rows)["untraced_by_look"]
+
+    def legend(*inks: str) -> list[dict[str, Any]]:  # each row's hints and what they tell it apart by
+        hints = list(zip(("solid", "dashed", "dashed"), inks, strict=True))
+        for k, (row, (style, ink)) in enumerate(zip(rows, hints, strict=True)):
+            row.update(style=style, ink_class=ink, told_apart_by=told_apart(hints, k))
+        return rows
+
+    looks = error_split.split(legend("dark", "dark", "dark"))["untraced_by_look"]
     assert looks == {"dashed/twin": {"samples": 2 * n, "untraced": 0.375},  # 30 of the two curves' 80
                      "solid/own look": {"samples": n, "untraced": 0.0}}
-    rows[2]["ink_class"] = "light"  # declared in another ink: no longer the first one's twin
-    looks = error_split.split(rows)["untraced_by_look"]
+    # The second dashed curve declared in another ink: no longer the first one's twin.
+    looks = error_split.split(legend("dark", "dark", "light"))["untraced_by_look"]
     assert looks["dashed/own look"] == {"samples": 2 * n, "untraced": 0.375}
 
 
