@@ -15,7 +15,7 @@ from PIL import Image
 from tests.core import naming_testkit
 from tests.core.naming_testkit import Drawn, RenderedLog, render, share_on_own_curve
 from veernet_core.digitise import identity
-from veernet_core.digitise.calibration import Calibration
+from veernet_core.digitise.calibration import Calibration, CurveScale
 from veernet_core.digitise.curves import Digitised, digitise
 from veernet_core.digitise.export import ExportMeta, to_json, to_las
 from veernet_core.digitise.identity import (
@@ -23,9 +23,11 @@ from veernet_core.digitise.identity import (
     DISAGREE_SHARE,
     DISAGREE_U,
     DOUBLED_SHARE,
+    INKED_APART,
     Naming,
     _cheap_swap,
     _doubted,
+    _inked_in_order,
     checked_against,
     doubled,
     name_traces,
@@ -247,6 +249,38 @@ def test_a_name_the_scan_contradicts_is_flagged_with_the_curves_it_may_have_swap
     assert _doubted(named, [(), (), (("style", "solid"), ("ink", "dark")), ()], calibration) == [
         "ambiguous", "ambiguous", "ambiguous", "ambiguous"]
     assert _doubted(["single"], [(("style", "solid"),)], _curves({"style": "dashed"})) == ["single"]
+
+
+def test_a_style_misread_flags_no_pair_whose_shares_of_ink_follow_their_styles() -> None:
+    # A dotted curve on a jagged path reads solid by its columns and by its marks; beside it, the solid curve.
+    calibration = _curves({"style": "solid"}, {"style": "dotted"})
+    named = ["hinted", "hinted"]
+    misread = [(), (("style", "solid"),)]
+    assert _doubted(named, misread, calibration) == ["ambiguous", "ambiguous"]  # no shares of ink given
+    # The trace named dotted inks less of its length than the solid one's, as the styles say: no swap.
+    assert _doubted(named, misread, calibration, inked=[0.97, 0.80]) == named
+    # Inking more (the names may be swapped), or within INKED_APART of it, still flags both.
+    assert _doubted(named, misread, calibration, inked=[0.80, 0.97]) == ["ambiguous", "ambiguous"]
+    assert _doubted(named, misread, calibration, inked=[0.95, 0.95 - 0.5 * INKED_APART]) == ["ambiguous", "ambiguous"]
+    assert _doubted(named, misread, calibration, inked=[0.95, None]) == ["ambiguous", "ambiguous"]
+    # The order only answers a swap with a curve of another declared duty: with two solid curves beside the
+    # dotted one, the one whose trace inks less than the dotted one's stays in doubt with it.
+    three = _curves({"style": "solid"}, {"style": "dotted"}, {"style": "solid"})
+    assert _doubted(["hinted"] * 3, [(), (("style", "solid"),), ()], three, inked=[0.97, 0.80, 0.78]) == [
+        "hinted", "ambiguous", "ambiguous"]
+    # A misread ink is not a style: the shares of ink say nothing of it.
+    inks = _curves({"ink": "dark"}, {"ink": "light"})
+    assert _doubted(named, [(("ink", "light"),), ()], inks, inked=[0.9, 0.5]) == ["ambiguous", "ambiguous"]
+
+
+def test_shares_of_ink_are_in_order_where_the_style_that_inks_more_inks_more_by_inked_apart() -> None:
+    solid, dashed, dotted, unknown = (CurveScale("C", "u", 0, 1, style=style)
+                                      for style in ("solid", "dashed", "dotted", None))
+    assert _inked_in_order(dotted, solid, 0.80, 0.97) and _inked_in_order(solid, dashed, 0.9, 0.8)
+    assert not _inked_in_order(dotted, solid, 0.97, 0.80)
+    assert not _inked_in_order(dotted, solid, 0.90, 0.90 + 0.5 * INKED_APART)
+    assert not _inked_in_order(solid, solid, 0.5, 0.9)  # one style: no order to follow
+    assert not _inked_in_order(unknown, solid, 0.5, 0.9) and not _inked_in_order(dotted, solid, None, 0.9)
 
 
 def test_a_hint_the_scan_contradicts_is_a_warning_not_an_error() -> None:

@@ -184,7 +184,8 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
             for c, curve in enumerate(calibration.curves)]
     warnings = [lines + _unseen_ink(curve, scan, calibration)
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
-    identity = _doubted(identity, [seen for _, seen in read], calibration, shades)
+    identity = _doubted(identity, [seen for _, seen in read], calibration, shades,
+                        [_inked_share(curve_looks) for curve_looks in named_looks])
     if not assigned:
         for i, j in _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path, calibration.curves):
             identity[i] = identity[j] = "ambiguous"
@@ -724,7 +725,8 @@ class _Reading:
 Seen = tuple[tuple[str, str], ...]  # per hint the scan contradicts: (the hint's field, what the scan shows instead)
 
 
-def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, shades: bool = True) -> list[str]:
+def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, shades: bool = True,
+             inked: list[float | None] | None = None) -> list[str]:
     """`identity` with the names the scan contradicts flagged ambiguous: a curve whose named trace does not
     look as its style or ink hint says, or misses one of its anchors, and every other curve whose hint is
     what that trace looks like (a trace that looks solid under a dashed name may be the solid curve's,
@@ -735,6 +737,10 @@ def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, sh
     this, a name swapped between two curves was flagged on neither when each curve's looks disagreed with
     its own name but the grading of the whole log still favoured the swap (bench/README.md, 2026-11-27).
     Where the scan does not `shades` its inks (`ScanPixels.tones_unread`) a dark or light ink names nothing.
+    Given each named trace's share of `inked` columns, a style read against its hint does not flag a swap with a
+    curve whose trace inks its columns the other way by INKED_APART or more, as their declared styles do
+    (`_inked_in_order`): a dotted curve on a jagged path reads solid by both readings, but still inks less of
+    its length than the solid curve beside it, and a swap would have it ink more.
     A curve alone in its track keeps `single`: there is nothing to swap it with."""
     if len(identity) < 2:
         return identity
@@ -752,6 +758,10 @@ def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, sh
                 continue
             swaps = [d for d, curve in enumerate(curves)
                      if d != c and field in ("style", "ink") and getattr(curve, field) == shown]
+            if field == "style" and swaps and inked is not None:
+                swaps = [d for d in swaps if not _inked_in_order(curves[c], curves[d], inked[c], inked[d])]
+                if not swaps:  # every curve that looks as the trace does inks its length as its style says
+                    continue
             for d in [c, *swaps]:
                 if field != "style" or not named_by_ink(d):
                     doubted[d] = "ambiguous"
@@ -763,6 +773,21 @@ def _doubted(identity: list[str], seen: list[Seen], calibration: Calibration, sh
 # generator's shared-track curves were named wrong without a flag with the bundled model (seed 5150, 20 pages):
 # traces that run on two curves in turn were 0.007 and 0.07-0.09 apart (bench/README.md, 2026-11-30).
 SHADES_APART = 0.1
+# How much less of its columns a named trace must ink than a trace named for a curve of a style that inks more
+# (`DUTY`), or more than one of a style that inks less, before the pair's order bears their styles out against a
+# style misread (`_doubted`). On the tuning sets (independent renderer 7777, 8888, 1111; generator 7777, 8888,
+# 6666, 9999, 1212, 3434; pages 6060) 19 fewer curves are flagged, 15 of them on the independent renderer, and
+# none more is named wrong without a flag; held out, one fewer flagged (bench/README.md, 2026-12-05).
+INKED_APART = 0.05
+
+
+def _inked_in_order(curve: CurveScale, other: CurveScale, share: float | None, others: float | None) -> bool:
+    """Whether the named traces of `curve` and `other` (inking `share` and `others` of their seen columns) ink
+    their lengths in the order of their declared styles' DUTY, INKED_APART apart or more."""
+    duty, other_duty = DUTY.get(curve.style or ""), DUTY.get(other.style or "")
+    if duty is None or other_duty is None or duty == other_duty or share is None or others is None:
+        return False
+    return (others - share if other_duty > duty else share - others) >= INKED_APART
 
 
 def _shades_by_order(curves: tuple[CurveScale, ...], looks: list[list[Look | None]]) -> list[str | None]:
