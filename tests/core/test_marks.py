@@ -137,11 +137,14 @@ def test_a_style_hint_is_held_against_the_scan_only_where_both_readings_reject_i
     assert len(dotted) == 1 and "looks solid" in dotted[0]
 
 
-def test_a_hint_the_two_readings_reject_differently_is_not_borne_out_and_its_name_stays_in_doubt() -> None:
+def test_a_hint_the_two_readings_reject_differently_is_not_borne_out_and_its_name_is_in_doubt_unless_the_inks_order_it(
+) -> None:
     """The dashed curve that moves rows a column, declared dotted: its columns read it solid, its marks
     dashed. Neither reading shows a dotted curve, nor do they show the same thing, so the result says the
-    hint is not borne out and what each read, not that the scan shows a solid curve; and, as for a
-    contradiction, the names that the looks' reading could swap are in doubt."""
+    hint is not borne out and what each read, not that the scan shows a solid curve. As for a contradiction,
+    the names that the looks' reading could swap are in doubt, unless the two traces ink their lengths in the
+    order of their declared styles (`identity._inked_in_order`): beside a solid curve that inks every column,
+    the curve declared dotted inks fewer, and a swap would turn that round."""
     from veernet_core.digitise.calibration import Calibration
     from veernet_core.digitise.curves import digitise
 
@@ -163,7 +166,9 @@ def test_a_hint_the_two_readings_reject_differently_is_not_borne_out_and_its_nam
     result = digitise(np.stack([1.0 - ink, ink]), calibration, scan=ScanPixels(image))
     gr, sp = result.curves
     assert any("not borne out" in w for w in gr.warnings) and sp.warnings == (), (gr.warnings, sp.warnings)
-    assert (gr.identity, sp.identity) == ("ambiguous", "ambiguous")
+    assert (gr.identity, sp.identity) == ("hinted", "hinted")
+    # Where the order does not bear the names out, the pair stays in doubt: `tests/core/test_identity.py`,
+    # test_a_style_misread_flags_no_pair_whose_shares_of_ink_follow_their_styles.
 
 
 def test_the_marks_of_a_trace_split_over_its_columns_sum_to_the_marks_reading() -> None:
