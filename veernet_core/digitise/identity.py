@@ -184,14 +184,14 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
             for c, curve in enumerate(calibration.curves)]
     warnings = [lines + _unseen_ink(curve, scan, calibration)
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
-    identity = _doubted(identity, [seen for _, seen in read], calibration, shades,
-                        [_inked_share(curve_looks) for curve_looks in named_looks])
+    inked = [_inked_share(curve_looks) for curve_looks in named_looks]
+    identity = _doubted(identity, [seen for _, seen in read], calibration, shades, inked)
     if not assigned:
         for i, j in _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path, calibration.curves):
             identity[i] = identity[j] = "ambiguous"
             for a, b in ((i, j), (j, i)):
                 warnings[a] = (*warnings[a], _order_warning(calibration.curves[a], calibration.curves[b],
-                                                            _inked_share(named_looks[a]), _inked_share(named_looks[b])))
+                                                            inked[a], inked[b]))
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(vouched, kept, anchored, bounds), [()] * len(traces))
