@@ -849,8 +849,8 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
     shown: list[tuple[str, str]] = []
     seen = [look for look in looks if look is not None]
     dark = _darkness(looks)
-    if dark is not None:
-        inked = float(np.concatenate([look.inked for look in seen]).mean())
+    inked = _inked_share(looks)
+    if dark is not None and inked is not None:  # both where its looks show any column
         looked = _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen, style_label)
         marked = reading.marks(trace) if curve.style is not None and looked != curve.style else None
         if curve.style == "dotted" and marked is not None and marked.style == "solid" and reading.on_dots(trace):
