@@ -119,6 +119,23 @@ def test_a_dashed_and_a_solid_curve_are_named_by_their_style(seed: int) -> None:
     assert [c.warnings for c in result.curves] == [(), ()]
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_hint_beside_a_curve_with_no_hint_of_its_kind_vouches_for_no_name(seed: int) -> None:
+    """A light curve declared light beside one of no declared ink: the other curve may be light too, so the
+    hint tells nothing apart and both names are in doubt, however well the light trace fits the hint (as a
+    header read in part leaves it: bench/page_segment_eval.py --hints read). Declared on both, the inks name
+    them; a style both declare, differing, tells them apart whatever one ink hint says."""
+    log = render(seed, [SOLID_DARK, SOLID_LIGHT])
+    assert [c.identity for c in _digitise(log, [{}, {"ink": "light"}]).curves] == ["ambiguous", "ambiguous"]
+    assert [c.identity for c in _digitise(log, [{"ink": "dark"}, {"ink": "light"}]).curves] == ["hinted", "hinted"]
+    log = render(seed, [SOLID_DARK, Drawn("dashed", "light")])
+    assert [c.identity for c in _digitise(log, [{"style": "solid"}, {"ink": "light"}]).curves] == \
+        ["ambiguous", "ambiguous"]
+    result = _digitise(log, [{"style": "solid"}, {"style": "dashed", "ink": "light"}])
+    assert [c.identity for c in result.curves] == ["hinted", "hinted"]
+    assert min(_shares(log, result, [0, 1])) >= 0.8
+
+
 def test_colour_names_curves_on_a_colour_scan() -> None:
     log = render(0, [Drawn("solid", "red"), Drawn("solid", "blue")], colour=True)
     result = _digitise(log, [{"ink": "blue"}, {"ink": "red"}])

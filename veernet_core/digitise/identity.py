@@ -157,6 +157,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     if scan is not None and page is not None:
         _add_marks(evidence, calibration.curves, scan, page, traces, bounds, near, half, bridge)
         _add_dots(evidence, calibration.curves, scan, page, traces, bounds, near, half)
+    hinted = [scores.copy() for scores in evidence]  # what the style and ink hints say, before anchors and wraps
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     _add_wraps(evidence, bounds, traces, calibration)
     # The names' verdicts stand on the evidence without the weights: a pen's width names curves better than
@@ -176,7 +177,8 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         widths = widths or [_pen_widths(scan, page, trace, bounds, near, half) for trace in traces]
         path = _best_path(_pens_said(evidence, links, path, widths), links)
     named = _stitch(traces, bounds, path)
-    identity = _verdicts(vouched, path, anchored, bounds)
+    unhinted = _unhinted(vouched, hinted, calibration.curves)
+    identity = _verdicts(vouched, path, anchored, bounds, unhinted)
     reading = _Reading(scan, page, near, half, bridge)
     named_looks = [[row[a[c]] for row, a in zip(looks, path, strict=True)] for c in range(len(calibration.curves))]
     shade_read = _shades_by_order(calibration.curves, named_looks)
@@ -194,7 +196,8 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
                                                             inked[a], inked[b]))
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
-        second = Naming(_stitch(traces, bounds, kept), _verdicts(vouched, kept, anchored, bounds), [()] * len(traces))
+        second = Naming(_stitch(traces, bounds, kept), _verdicts(vouched, kept, anchored, bounds, unhinted),
+                        [()] * len(traces))
         naming = checked_against(naming, second)
     return naming
 
@@ -629,12 +632,14 @@ def _pens_said(evidence: list[np.ndarray], links: _Links, path: list[Assignment]
 
 
 def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[int],
-              bounds: list[tuple[int, int]]) -> list[str]:
+              bounds: list[tuple[int, int]], unhinted: Callable[[int, int], list[np.ndarray]] | None = None,
+              ) -> list[str]:
     """Per curve: ambiguous where swapping it with another curve over a run of stretches at least
     AMBIGUOUS_SHARE of the log's columns long (the whole log included) loses less than AMBIGUOUS_MARGIN
     of evidence; else anchored (an anchor spoke for it) or hinted. An anchor or a telling stretch vouches
     for the names about it, not for a part of the log where nothing tells the curves apart and the tracer
-    may have swapped them where they touch."""
+    may have swapped them where they touch. `unhinted(i, j)`, where given, is the evidence that weighs the
+    swap of curves i and j (`_unhinted`)."""
     n = len(path[0]) if path else 0
     if n == 1:
         return ["single"]
@@ -643,10 +648,29 @@ def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[
     ambiguous: set[int] = set()
     for i, j in itertools.combinations(range(n), 2):
         swapped = _swapped(path, i, j)
-        lost = np.array([_score(e, a) - _score(e, b) for e, a, b in zip(evidence, path, swapped, strict=True)])
+        weighed = evidence if unhinted is None else unhinted(i, j)
+        lost = np.array([_score(e, a) - _score(e, b) for e, a, b in zip(weighed, path, swapped, strict=True)])
         if _cheap_swap(lost, lengths, total):
             ambiguous |= {i, j}
     return ["ambiguous" if c in ambiguous else "anchored" if c in anchored else "hinted" for c in range(n)]
+
+
+def _unhinted(evidence: list[np.ndarray], hinted: list[np.ndarray],
+              curves: tuple[CurveScale, ...]) -> Callable[[int, int], list[np.ndarray]]:
+    """For a pair of curves, the evidence that may tell them apart: all of it where their hints differ in a
+    style or an ink both declare; else only what is not the hints' (anchors, wraps). A hint says what its own
+    curve looks like, not what a curve with no hint of that kind does not: a declared "dotted" beside a curve of
+    no declared style tells nothing apart, for that curve may be dotted too, and a look that merely fits the
+    hint better (a wide pen's trace reading darker than a thin one's) would vouch for a guess. Where every two
+    curves' hints differ or match in full, as a header legend gives them, nothing changes: matching hints weigh
+    a swap at nothing (bench/page_segment_eval.py --hints read, 2026-12-06)."""
+    rest = [total - said for total, said in zip(evidence, hinted, strict=True)]
+
+    def weighed(i: int, j: int) -> list[np.ndarray]:
+        a, b = curves[i], curves[j]
+        apart = any(x is not None and y is not None and x != y for x, y in ((a.style, b.style), (a.ink, b.ink)))
+        return evidence if apart else rest
+    return weighed
 
 
 def _cheap_swap(lost: np.ndarray, lengths: np.ndarray, total: float) -> bool:
