@@ -15,10 +15,12 @@ import numpy as np
 
 from veernet_core.page_draw import HEADER_SLOT_IN
 from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
+from veernet_core.synth_truth import legend_weights
 
 TRACK_TOLERANCE_PX = 2.0
 DEPTH_TOLERANCE_IN = 0.02  # of paper: 2 ft at 1 in per 100 ft
 CURVE_FIELDS = ("mnemonic", "unit", "left", "right", "style")
+LEGEND_HINTS = ("ink", "weight")  # read off a curve's line sample; empty is no hint, not a field to fill in
 
 
 @dataclass
@@ -36,11 +38,13 @@ class PageScore:
     curve_fields: int = 0
     curve_fields_read: int = 0
     curve_fields_wrong: int = 0
+    # per legend hint: [true curves, proposed, proposed wrong]
+    hints: dict[str, list[int]] = field(default_factory=lambda: {name: [0, 0, 0] for name in LEGEND_HINTS})
     geometry_ok: bool = True
 
     @property
     def curves_ok(self) -> bool:
-        return self.curve_fields_wrong == 0
+        return self.curve_fields_wrong == 0 and all(wrong == 0 for _, _, wrong in self.hints.values())
 
     @property
     def no_correction(self) -> bool:
@@ -60,7 +64,8 @@ def score_page(spec: PageSpec, proposal: dict[str, Any]) -> PageScore:
         score.tracks += len(truth.tracks)
         if found is None:
             score.geometry_ok = False
-            score.curve_fields += sum(len(t.curves) for t in truth.tracks) * len(CURVE_FIELDS)
+            for track in truth.tracks:
+                _missing_curves(score, track)
             continue
         _score_section(score, spec, truth, found)
     return score
@@ -119,6 +124,8 @@ def _score_track(score: PageScore, spec: PageSpec, section: SectionSpec, truth: 
 
 def _missing_curves(score: PageScore, truth: TrackSpec) -> None:
     score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
+    for name in LEGEND_HINTS:
+        score.hints[name][0] += len(truth.curves)
 
 
 def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth: TrackSpec,
@@ -127,6 +134,10 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     there is none has every filled field wrong."""
     score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
     slot_rows = [section.header_top + (0.12 + k * HEADER_SLOT_IN) * spec.dpi for k in range(len(truth.curves))]
+    legend: dict[str, list[str | None]] = {"ink": [c.tone for c in truth.curves],
+              "weight": legend_weights([c.stroke_px(spec.dpi) for c in truth.curves])}
+    for name in LEGEND_HINTS:
+        score.hints[name][0] += len(truth.curves)
     for curve in curves:
         k = int(np.argmin([abs(curve["header_row"] - row) for row in slot_rows])) if slot_rows else -1
         matched = k >= 0 and abs(curve["header_row"] - slot_rows[k]) <= 0.15 * spec.dpi
@@ -136,6 +147,11 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
                 continue
             score.curve_fields_read += matched
             score.curve_fields_wrong += not (matched and _same(value, getattr(truth.curves[k], name)))
+        for name in LEGEND_HINTS:  # a hint the legend does not give (weights alike) is wrong where proposed
+            value = curve[name]["value"]
+            if value is not None:
+                score.hints[name][1] += matched
+                score.hints[name][2] += not (matched and value == legend[name][k])
 
 
 def _same(value: Any, truth: Any) -> bool:
@@ -171,4 +187,6 @@ def summarise(scores: list[PageScore]) -> dict[str, Any]:
             "pages_complete": share(sum(s.complete for s in scores), len(scores)),
             "curve_fields_read": share(sum(s.curve_fields_read for s in scores), fields),
             "curve_fields_wrong": share(sum(s.curve_fields_wrong for s in scores), fields),
+            **{f"{name}_{what}": share(sum(s.hints[name][i] for s in scores), sum(s.hints[name][0] for s in scores))
+               for name in LEGEND_HINTS for i, what in ((1, "read"), (2, "wrong"))},
             "sections": sections, "tracks": tracks, "depth_by_scale": depth}

@@ -1,6 +1,7 @@
 """Whole sections of full pages digitised against the generator's truth: POST /segment's page path.
 
     python bench/page_segment_eval.py [--pages 20] [--seed 5150] [--source model|truth] [--checkpoint PATH]
+                                      [--hints legend|read|none]
 
 Pages come from `veernet_core.page_synth` with every option left to chance (150-400 dpi, gray or 1-bit,
 skewed, dirty, stored turned in 3 of 7, one or two sections, 1-3 curves a track, each in a line style,
@@ -8,6 +9,8 @@ pen width and ink of its own). Each page is analysed as POST /scans/analyse does
 completed from the page's truth as a person would (`page_truth.complete_proposal`: curve names, units,
 scale ends, log, and the legend's hints: line style, ink, weight; depth ticks where the analysis fitted
 none), and every section digitised as POST /segment does it (`section.digitise_section`) on one thread.
+`--hints read` keeps the hints the analysis read off each curve's line sample instead of the legend's (a
+user who types none: style, ink and weight where read, else no hint); `--hints none` gives no hints at all.
 `--source truth` replaces the model by perfect probabilities on each track's crop: what the cropping,
 tracing, naming and merging give alone.
 
@@ -125,7 +128,8 @@ def names_right(page: SynthPage, section: SectionDigitised, matched: list[int]) 
     return verdicts
 
 
-def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str) -> tuple[list[Read], int]:
+def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str,
+                  hints: str = "legend") -> tuple[list[Read], int]:
     """Every section of the page whose tracks the analysis found: (section, scores, calibration, each curve's
     identity verdict by name, the true track of each calibrated one); and how many were skipped."""
     done, skipped, scan = [], 0, _png(page.image)
@@ -134,7 +138,7 @@ def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, sou
         if sorted(matched) != list(range(len(page.spec.sections[s].tracks))):
             skipped += 1
             continue
-        completed = complete_proposal(proposal, page, s)
+        completed = complete_proposal(proposal, page, s, hints)
         try:
             calibration = SectionCalibration.from_dict(completed, *page.image.shape)
         except CalibrationError as exc:
@@ -187,7 +191,8 @@ def summarise(scored: list[Scored]) -> dict[str, Any]:
             "identity": identity}
 
 
-def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None) -> dict[str, Any]:
+def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None,
+             hints: str = "legend") -> dict[str, Any]:
     data, sha256 = read_checkpoint(checkpoint or bundled_model_path())
     trained = deserialize(data)["train_config"]["data"]
     if trained.get("page_share") and int(trained["seed"]) == seed:
@@ -201,7 +206,7 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None) 
         proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
         analyse_seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
-        done, missed = digitise_page(page, proposal, model, source)
+        done, missed = digitise_page(page, proposal, model, source, hints)
         seconds.append(time.perf_counter() - started)
         sections, skipped = sections + len(done), skipped + missed
         for s, scores, calibration, identity, matched, right in done:
@@ -213,7 +218,8 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None) 
                                      true.tone, right.get((score.track, score.mnemonic))))
         log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {len(done)} sections "
             f"({missed} skipped), {seconds[-1]:.2f} s")
-    return {"pages": pages, "seed": seed, "source": source, "sections": sections, "sections_skipped": skipped,
+    return {"pages": pages, "seed": seed, "source": source, "hints": hints, "sections": sections,
+            "sections_skipped": skipped,
             **summarise(scored), "seconds_per_page": round(float(np.mean(seconds)), 3),
             "analyse_seconds_per_page": round(float(np.mean(analyse_seconds)), 3), "model_sha256": sha256}
 
@@ -224,9 +230,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5150, help="held out: the tests use 4040")
     parser.add_argument("--source", choices=("model", "truth"), default="model")
     parser.add_argument("--checkpoint", help="a checkpoint file to read with (default: the bundled model)")
+    parser.add_argument("--hints", choices=("legend", "read", "none"), default="legend",
+                        help="the curves' style, ink and weight hints: as the legend gives them, as the analysis "
+                             "read them, or none")
     args = parser.parse_args()
     with stdout_to_stderr():
-        figures = evaluate(args.pages, args.seed, args.source, args.checkpoint)
+        figures = evaluate(args.pages, args.seed, args.source, args.checkpoint, args.hints)
     print(json.dumps(figures))
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from veernet_core.digitise.calibration_scales import CurveScale
 from veernet_core.digitise.section_calibration import SectionCalibration
 from veernet_core.digitise.section_export import SectionDigitised
+from veernet_core.page_draw import HEADER_SLOT_IN
 from veernet_core.page_spec import CurveSpec, SectionSpec, TrackSpec
 from veernet_core.page_synth import SynthPage
 from veernet_core.synth_truth import legend_weights
@@ -49,21 +50,45 @@ def matched_tracks(proposal: dict[str, Any], page: SynthPage, section: int) -> l
     return [min(range(len(truth)), key=lambda t: off(p["extent"]["value"], truth[t])) for p in found]
 
 
-def complete_proposal(proposal: dict[str, Any], page: SynthPage, section: int) -> dict[str, Any]:
+HINTS = ("style", "ink", "weight")  # a legend's hints: `complete_proposal`'s `hints` says whose they are
+
+
+def complete_proposal(proposal: dict[str, Any], page: SynthPage, section: int, hints: str = "legend") -> dict[str, Any]:
     """The proposal with the section's curves as the page prints them (in the header's order; a name printed
     in two tracks made unique; the hints its legend gives: style, ink, weight), depth ticks where the analysis
     fitted none, and `section` set: what a person hands POST /segment after reading the header and the depth
-    numbers."""
+    numbers. `hints`: "legend" as the legend gives them (the person reads them), "read" as the analysis read
+    them off each curve's line sample and no more (empty where it read none), "none" without any."""
+    if hints not in ("legend", "read", "none"):
+        raise ValueError(f"hints: legend, read or none, not {hints!r}")
     done = copy.deepcopy(proposal)
     done["section"] = section
-    truth = page.spec.sections[section].tracks
-    _complete_depth(done["sections"][section]["depth"], page.spec.sections[section])
+    spec = page.spec.sections[section]
+    _complete_depth(done["sections"][section]["depth"], spec)
     seen: dict[str, int] = {}
     for track, t in zip(done["sections"][section]["tracks"], matched_tracks(proposal, page, section), strict=True):
-        weights = legend_weights([c.stroke_px(page.spec.dpi) for c in truth[t].curves])
+        weights = legend_weights([c.stroke_px(page.spec.dpi) for c in spec.tracks[t].curves])
+        read = _read_hints(track["curves"], spec, len(spec.tracks[t].curves), page.spec.dpi)
         track["curves"] = [curve_fields(replace(c, mnemonic=_unique(c.mnemonic, seen)), weight)
-                           for c, weight in zip(truth[t].curves, weights, strict=True)]
+                           for c, weight in zip(spec.tracks[t].curves, weights, strict=True)]
+        if hints != "legend":
+            for k, curve in enumerate(track["curves"]):
+                curve.update({name: read[k].get(name, _triple(None)) if hints == "read" else _triple(None)
+                              for name in HINTS})
     return done
+
+
+def _read_hints(proposed: list[dict[str, Any]], section: SectionSpec, count: int, dpi: int) -> list[dict[str, Any]]:
+    """Per true curve of a track (`count`, in its header's order), the hints the analysis read off the line
+    sample under its header line (the proposed curve read within 0.15 in of its slot), as proposed."""
+    read: list[dict[str, Any]] = [{} for _ in range(count)]
+    for curve in proposed:
+        slots = [abs(curve["header_row"] - (section.header_top + (0.12 + k * HEADER_SLOT_IN) * dpi))
+                 for k in range(count)]
+        k = int(np.argmin(slots))
+        if slots[k] <= 0.15 * dpi:
+            read[k] = {name: curve[name] for name in HINTS if name in curve}
+    return read
 
 
 def _complete_depth(depth: dict[str, Any], truth: SectionSpec) -> None:

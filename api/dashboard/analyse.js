@@ -46,6 +46,12 @@ function sure(field) {
   return h("span", { class: `confidence ${level}`, title: field.evidence }, `${Math.round(field.confidence * 100)} %`);
 }
 
+// The ink and weight a curve's line sample shows, where read (empty is no hint, not a field to fill in).
+function legendHints(curve) {
+  const read = [curve.ink, curve.weight].filter((f) => f && f.value !== null).map((f) => f.value);
+  return read.length ? `${read.join(" ")} ` : "";
+}
+
 function shown(value) {
   if (value === null || value === undefined) return "?";
   return typeof value === "number" ? String(+value.toFixed(4)) : String(value);
@@ -81,7 +87,7 @@ function sectionCard(section, k) {
     h("td", {}, track.grid.value ? `${track.grid.value.scale} ${track.grid.value.divisions} ` : "", sure(track.grid)),
     h("td", {}, ...track.curves.map((c) => h("div", { class: "curve" },
       `${shown(c.mnemonic.value)} (${shown(c.unit.value)}) ${shown(c.left.value)} .. ${shown(c.right.value)} `,
-      `${shown(c.style.value)} `, sure(c.mnemonic))), track.curves.length ? "" : "none read")));
+      `${shown(c.style.value)} `, legendHints(c), sure(c.mnemonic))), track.curves.length ? "" : "none read")));
   const table = h("table", { class: "tracks" },
     h("thead", {}, h("tr", {}, ...["track", "columns", "value grid", "curves"].map((t) => h("th", {}, t)))),
     h("tbody", {}, ...rows));

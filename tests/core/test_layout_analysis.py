@@ -14,8 +14,10 @@ from veernet_core.digitise.layout.depth import Grid, Label, fit_depth
 from veernet_core.digitise.layout.lines import fit_lattice
 from veernet_core.digitise.layout.ocr import find_tesseract
 from veernet_core.digitise.layout.proposal import to_proposal
+from veernet_core.page_draw import HEADER_SLOT_IN
 from veernet_core.page_spec import PageSpec
 from veernet_core.page_synth import PageOptions, generate_page
+from veernet_core.synth_truth import legend_weights
 
 needs_tesseract = pytest.mark.skipif(find_tesseract() is None, reason="Tesseract is not installed "
                                      "(apt-get install tesseract-ocr tesseract-ocr-eng; make test does)")
@@ -101,6 +103,30 @@ def test_curve_names_are_mostly_read_and_rarely_wrong() -> None:
                     read += 1
                     wrong += curve["mnemonic"]["value"] not in names
     assert read >= 10 and wrong <= 0.1 * read, f"{wrong} of {read} names wrong"
+
+
+@needs_tesseract
+def test_legend_inks_and_weights_are_read_off_the_line_samples_and_never_wrong() -> None:
+    """Each read curve's ink (dark or light) and weight (thin or thick) as its header's line sample shows
+    them: ink only on gray scans (a 1-bit scan prints every ink black), weights on both; what is proposed is
+    what the legend says (`synth_truth.legend_weights` for the weights), and an empty field is no hint."""
+    inks = weights = 0
+    for k in range(len(PAGES)):
+        spec, proposal = _analysed(k)
+        for found, truth in zip(proposal["sections"], spec.sections, strict=True):
+            for track, true_track in zip(found["tracks"], truth.tracks, strict=True):
+                legend = legend_weights([c.stroke_px(spec.dpi) for c in true_track.curves])
+                for curve in track["curves"]:
+                    k_true = min(range(len(true_track.curves)), key=lambda j: abs(
+                        curve["header_row"] - (truth.header_top + (0.12 + j * HEADER_SLOT_IN) * spec.dpi)))
+                    ink, weight = curve["ink"]["value"], curve["weight"]["value"]
+                    assert ink is None or not spec.scan.bitonal, "an ink read on a 1-bit scan"
+                    assert ink in (None, true_track.curves[k_true].tone), curve
+                    assert weight in (None, legend[k_true]), curve
+                    assert curve["ink"]["evidence"] and curve["weight"]["evidence"]
+                    inks += ink is not None
+                    weights += weight is not None
+    assert inks >= 8 and weights >= 8, f"{inks} inks and {weights} weights read"
 
 
 def _grid(lines: int = 60, spacing: float = 15.0, origin: float = 100.0) -> Grid:

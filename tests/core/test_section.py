@@ -83,6 +83,30 @@ def test_with_perfect_probabilities_every_curve_comes_back_on_the_truth(k: int) 
     assert float(np.median(pooled)) < 0.005
 
 
+def test_a_proposal_completed_with_the_hints_the_analysis_read_keeps_them_and_no_others() -> None:
+    """`complete_proposal(..., hints="read")` (bench/page_segment_eval.py --hints read): names and scales from
+    the page's truth, the hints only as the analysis read them off each line sample; "none" drops them all."""
+    kept = 0
+    for k in range(len(PAGES)):
+        page, proposal = _page(k)
+        read_back = complete_proposal(proposal, page, 0, "read")
+        bare = complete_proposal(proposal, page, 0, "none")
+        legend = complete_proposal(proposal, page, 0)
+        for track, found, plain, full in zip(read_back["sections"][0]["tracks"], proposal["sections"][0]["tracks"],
+                                             bare["sections"][0]["tracks"], legend["sections"][0]["tracks"],
+                                             strict=True):
+            assert [c["mnemonic"] for c in track["curves"]] == [c["mnemonic"] for c in full["curves"]]
+            assert all(c[name]["value"] is None for c in plain["curves"] for name in ("style", "ink", "weight"))
+            for name in ("style", "ink", "weight"):
+                proposed = sorted(str(c[name]["value"]) for c in found["curves"] if c[name]["value"] is not None)
+                completed = sorted(str(c[name]["value"]) for c in track["curves"] if c[name]["value"] is not None)
+                assert completed == proposed, (name, completed, proposed)  # each read hint kept, none added
+                kept += len(completed)
+    assert kept >= 3
+    with pytest.raises(ValueError, match="legend, read or none"):
+        complete_proposal(proposal, page, 0, "typed")
+
+
 def test_the_bundled_model_reads_a_whole_section_into_one_las() -> None:
     page, proposal = _page(1)
     done = complete_proposal(proposal, page, 0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from veernet_core.digitise.bilevel import one_bit_kind
 from veernet_core.digitise.layout import headers, labels, ocr
 from veernet_core.digitise.layout.depth import (
     DepthFit,
@@ -114,7 +115,7 @@ def make_upright(image: np.ndarray) -> Upright:
     if below <= above:
         return Upright(page, turn, above, below, skew, sections)
     gray = np.ascontiguousarray(page.gray[::-1, ::-1])
-    page = Ink(gray, gray < page.threshold, page.paper, page.threshold)
+    page = Ink(gray, gray < page.threshold, page.paper, page.threshold, page.tones)
     flipped = [_flip(line, gray.shape[0]) for line in reversed(lines)]
     return Upright(page, (turn + 180) % 360, below, above, skew, find_sections(flipped))
 
@@ -127,7 +128,7 @@ def _deskewed(image: np.ndarray, turn: int) -> tuple[Ink, int, Skew | None, list
     skew = measure_skew(gray < threshold)
     if skew is not None:
         gray = deskew(gray, skew, paper)
-    page = Ink(gray, gray < threshold, paper, threshold)
+    page = Ink(gray, gray < threshold, paper, threshold, one_bit_kind(image[::4, ::4]) is None)
     lines = page_lines(page)
     return page, turn, skew, lines, find_sections(lines)
 
@@ -191,6 +192,7 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
     heights = [headers.text_height(crop, page.threshold) for crop in crops]
     sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
                    for blur in (False, True))
+    black = None  # the page's black ink, once a header needs it
     for finding in found:
         for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True):
             if box is None:
@@ -199,15 +201,20 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             curves = headers.agreed(headers.curves_in(next(sharp), box), headers.curves_in(next(soft), box))
             log = None if grid is None else grid.scale == "log"
             decades = grid.divisions if grid is not None and log else None
-            finding.curves.append([_styled(page, box, curves, k, headers.check_ends(c, log, decades))
-                                   for k, c in enumerate(curves)])
+            styles = [_style(page, box, curves, k) for k in range(len(curves))]
+            styled = [replace(headers.check_ends(c, log, decades), style=style)
+                      for c, (style, _) in zip(curves, styles, strict=True)]
+            if black is None:
+                black = headers.page_black(page.gray, page.ink, page.paper)
+            samples = headers.line_samples(page.ink, page.gray, page.paper, box)
+            finding.curves.append(headers.legend(styled, [row for _, row in styles], samples, black, page.tones))
 
 
-def _styled(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader], k: int,
-            curve: headers.CurveHeader) -> headers.CurveHeader:
-    """The curve with the style of the sample line drawn under its text."""
+def _style(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader],
+           k: int) -> tuple[headers.Reading, int | None]:
+    """The style of the sample line drawn under curve k's text, and its page row."""
     next_row = curves[k + 1].row if k + 1 < len(curves) else float(box.bottom)
-    return replace(curve, style=headers.line_style(page.ink, box, curve, next_row))
+    return headers.line_style(page.ink, box, curves[k], next_row)
 
 
 def _fit(finding: SectionFinding, dpi: float | None, page_width: int) -> None:

@@ -1,5 +1,6 @@
 """Curves named in a track's header box: per line of text, the left scale end, the curve's name and unit,
-the right scale end, read by Tesseract, and the style of the line sample drawn under it.
+the right scale end, read by Tesseract, and the legend the line sample drawn under it gives: its style, its
+ink (dark or light) and, against the track's other samples, its weight (thin or thick).
 
 Only what is read is proposed: a line whose name cannot be read is no curve, a scale end that is not a
 number is left empty, each field with Tesseract's own confidence (lowered where the ends disagree with
@@ -16,6 +17,7 @@ import numpy as np
 
 from veernet_core.digitise.layout.labels import TextBox
 from veernet_core.digitise.layout.ocr import Word
+from veernet_core.synth_truth import legend_weights
 
 NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)$")
 NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,11}$")  # LAS mnemonics: two characters or more
@@ -47,6 +49,32 @@ class CurveHeader:
     style: Reading
     row: float  # middle of its line of text, in page rows
     height: float  # of its words, in pixels
+    ink: Reading = Reading(None, 0.0)  # "dark" or "light", from its line sample's darkness against the page's black
+    weight: Reading = Reading(None, 0.0)  # "thin" or "thick", from its line sample's width against the track's others
+
+
+@dataclass(frozen=True)
+class LineSample:
+    """A line sample in a track header, as drawn with its curve's own pen: per inked column across it, the
+    median over its columns of its peak darkness (0 paper .. 1 black), its darkness summed across it, and its
+    rows of ink."""
+
+    row: int  # page row of its middle
+    peak: float
+    summed: float
+    rows: float
+
+    @property
+    def core(self) -> float:
+        """Its ink's darkness: the greater of its peak and its summed darkness per row of ink. A wide stroke
+        shows its ink's darkness at its peak; the scan's blur spreads a one-pixel stroke's ink over its
+        neighbours, lowering its peak but keeping its sum on its one row of ink."""
+        return max(self.peak, self.summed / max(self.rows, 1.0))
+
+    @property
+    def width(self) -> float:
+        """Its stroke's width in rows: its summed darkness over its core's."""
+        return self.summed / self.core if self.core > 0 else self.rows
 
 
 def text_height(crop: np.ndarray, ink_below: int) -> float:
@@ -125,20 +153,19 @@ def check_ends(curve: CurveHeader, log_grid: bool | None, decades: int | None) -
                    right=Reading(right, curve.right.confidence / 2))
 
 
-def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float) -> Reading:
+def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float) -> tuple[Reading, int | None]:
     """The style of the sample line under a curve's text (within four text heights, above the next curve's):
-    solid, dashed or dotted, from the share of the sample's length that is inked. Empty when no sample
-    line is found."""
+    solid, dashed or dotted, from the share of the sample's length that is inked, and the page row the
+    sample is on. Empty when no sample line is found."""
     below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
     y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
     if y1 - y0 < 2:
-        return Reading(None, 0.0)
+        return Reading(None, 0.0), None
     ink = page_ink[y0:y1, box.left:box.right + 1]
-    bins = np.array_split(ink, 20, axis=1)
-    spread = np.stack([b.any(axis=1) for b in bins], axis=1).sum(axis=1)
+    spread = _spread(ink)
     row = int(np.argmax(spread))
-    if spread[row] < 16:
-        return Reading(None, 0.0)
+    if spread[row] < SPREAD_BINS:
+        return Reading(None, 0.0), None
     line = ink[max(0, row - 1):row + 2].any(axis=0)
     columns = np.flatnonzero(line)
     gaps = np.diff(columns) - 1
@@ -147,7 +174,96 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     broken = gaps[gaps <= max(2.0, 0.2 * curve.height)]
     share = float((columns.size + broken.sum()) / (columns[-1] - columns[0] + 1))
     style = "solid" if share >= 0.9 else "dashed" if share >= 0.5 else "dotted"
-    return Reading(style, round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2))
+    return Reading(style, round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2)), y0 + row
+
+
+SPREAD_BINS = 16  # a line across a header box has ink in at least this many of its 20 stretches; text, in a few
+
+
+def _spread(ink: np.ndarray) -> np.ndarray:
+    """Per row of a header box's ink: in how many of 20 stretches across the box it has ink."""
+    return np.stack([b.any(axis=1) for b in np.array_split(ink, 20, axis=1) if b.shape[1]], axis=1).sum(axis=1)
+
+
+SAMPLE_REACH = 8  # rows either side of a line sample's row that its stroke may cover (a 4 px pen at 400 dpi, blurred)
+FAINT = 0.08  # darkness under which a pixel across a line sample is paper, not its stroke's blurred edge
+
+
+def line_samples(page_ink: np.ndarray, gray: np.ndarray, paper: int, box: TextBox) -> list[LineSample]:
+    """Every line sample in a track's header box, read or not: the runs of rows with ink across the box
+    (away from its top and bottom rows, which a skewed border may reach), each measured across."""
+    ink = page_ink[box.top:box.bottom + 1, box.left:box.right + 1]
+    across = np.flatnonzero(_spread(ink) >= SPREAD_BINS)
+    runs = np.split(across, np.flatnonzero(np.diff(across) > 1) + 1) if across.size else []
+    middles = [int(run[len(run) // 2]) for run in runs if run[0] > 1 and run[-1] < ink.shape[0] - 2]
+    samples = []
+    for k, middle in enumerate(middles):
+        lo = max(middle - SAMPLE_REACH, (middles[k - 1] + middle) // 2 + 1 if k else 0)
+        hi = min(middle + SAMPLE_REACH + 1, (middle + middles[k + 1]) // 2 if k + 1 < len(middles) else ink.shape[0])
+        columns = np.flatnonzero(ink[max(0, middle - 1):middle + 2].any(axis=0))
+        cut = gray[box.top + lo:box.top + hi, box.left:box.right + 1][:, columns].astype(np.float32)
+        dark = np.clip((paper - cut) / max(paper, 1), 0.0, 1.0)
+        samples.append(LineSample(box.top + middle, float(np.median(dark.max(axis=0))),
+                                  float(np.median(np.where(dark > FAINT, dark, 0.0).sum(axis=0))),
+                                  float(np.median(ink[lo:hi][:, columns].sum(axis=0)))))
+    return samples
+
+
+# A line sample whose ink (`LineSample.core`) is darker than this share of the page's black is drawn in the page's
+# dark ink; one lighter, in a light (gray or faded) pen where its darkness summed across it comes to LIGHT_WIDE rows
+# of black or more, and is left unread where it sums to less: a one-pixel dark stroke that the scan spreads over
+# two rows at half the black each looks as a two-pixel light one does. On 40 generated pages (seed 20261124, gray
+# scans, 98 samples; bench/analyse_eval.py) light pens read 0.36-0.74 of the page's black and dark ones 0.88-1.09;
+# on seed 777 a dark one-pixel dotted pen spread over two rows read 0.52, summed to 0.92 rows.
+LIGHT_BELOW = 0.8
+LIGHT_WIDE = 1.5
+WEIGHT_CONFIDENCE = 0.8  # a width within half a row decides: a thin pen's stroke may read half a row off
+
+
+def page_black(gray: np.ndarray, ink: np.ndarray, paper: int) -> float:
+    """The darkness (0 paper .. 1) of the page's black ink: its printing's, text, borders and grid alike, which
+    are most of a log's ink (the 90th percentile over its ink pixels, every fourth row and column)."""
+    inked = gray[::4, ::4][ink[::4, ::4]].astype(np.float32)
+    if inked.size == 0:
+        return 1.0
+    return float(np.percentile(np.clip((paper - inked) / max(paper, 1), 0.0, 1.0), 90))
+
+
+def legend(curves: list[CurveHeader], rows: list[int | None], samples: list[LineSample], black: float,
+           tones: bool) -> list[CurveHeader]:
+    """The curves of one track header with the ink and weight their line samples (on page `rows`; None:
+    none found) show. `ink`: dark or light by the sample's darkness against the page's `black` (`_ink`), left
+    empty where the scan's `tones` cannot be read (a 1-bit scan prints every ink black). `weight`: thick for the
+    widest of the header's `samples` (every line sample in its box, read or not) and thin for the narrowest
+    where the widest is twice the narrowest or more, as a person reads a legend (`synth_truth.legend_weights`),
+    widths counted in whole rows; left empty where they are closer than that, and on 1-bit scans, whose
+    threshold widens a dark pen's stroke and thins a light one's."""
+    said = legend_weights([max(1, round(sample.width)) for sample in samples]) if tones and len(samples) > 1 else []
+    named = []
+    for curve, row in zip(curves, rows, strict=True):
+        k = next((k for k, sample in enumerate(samples) if row is not None and abs(sample.row - row) <= 2), None)
+        if k is None:
+            named.append(curve)
+            continue
+        ink = _ink(samples[k], black) if tones else Reading(None, 0.0)
+        weight = said[k] if said else None
+        named.append(replace(curve, ink=ink, weight=Reading(weight, WEIGHT_CONFIDENCE if weight else 0.0)))
+    return named
+
+
+def _ink(sample: LineSample, black: float) -> Reading:
+    if black <= 0:
+        return Reading(None, 0.0)
+    share = sample.core / black
+    if share >= LIGHT_BELOW:
+        return Reading("dark", _sure(share - LIGHT_BELOW))
+    if sample.summed >= LIGHT_WIDE * black:
+        return Reading("light", _sure(LIGHT_BELOW - share))
+    return Reading(None, 0.0)
+
+
+def _sure(margin: float) -> float:
+    return round(min(1.0, 0.5 + 2.5 * margin), 2)
 
 
 def agreed(first: list[CurveHeader], second: list[CurveHeader]) -> list[CurveHeader]:

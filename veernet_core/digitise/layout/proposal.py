@@ -186,7 +186,14 @@ def _curve(curve: CurveHeader, grid: ValueGrid | None) -> dict[str, Any]:
     return {"mnemonic": read(curve.mnemonic, "name"), "unit": read(curve.unit, "unit"),
             "left": read(curve.left, "left scale end"), "right": read(curve.right, "right scale end"),
             "log": proposed(log, grid.score if grid else 0, "the track's value grid"),
-            "style": read(curve.style, "line style sample"), "header_row": round(curve.row, 1)}
+            "style": read(curve.style, "line style sample"),
+            "ink": proposed(curve.ink.value, curve.ink.confidence, "the line sample's darkness against the page's "
+                            "black ink" if curve.ink.value is not None else "no ink read off the line sample (a "
+                            "1-bit scan prints every ink black): a hint, so empty is no hint"),
+            "weight": proposed(curve.weight.value, curve.weight.confidence, "the line sample's width against the "
+                               "track's other samples" if curve.weight.value is not None else "no line weight: the "
+                               "track's samples are less than twice as wide as each other, or one is missing"),
+            "header_row": round(curve.row, 1)}
 
 
 def propose_calibration(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, tesseract: str | None = None,

@@ -28,6 +28,7 @@ class Ink:
     ink: np.ndarray  # bool: gray < threshold
     paper: int  # the paper's gray
     threshold: int = 128
+    tones: bool = True  # False for a 1-bit scan, whose inks, light or dark, are all black: no tone can be read
 
     def row_profiles(self, x0: int, x1: int, y0: int = 0, y1: int | None = None,
                      bridge: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,50 @@
+"""bench/analyse_scoring.py's legend hints: the ink and weight the analysis read off each curve's line sample,
+judged against the page's truth; a wrong one is a correction, an empty one is not."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import analyse_scoring  # noqa: E402
+
+from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
+from veernet_core.digitise.layout.proposal import to_proposal  # noqa: E402
+from veernet_core.page_synth import PageOptions, generate_page  # noqa: E402
+
+
+def test_a_wrong_ink_or_weight_is_a_correction_and_an_empty_one_is_not() -> None:
+    page = generate_page(4040, 1, PageOptions(dpi=200, turn=90, bitonal=False, sections=1,
+                                              first_section_in=(4.0, 5.0)))  # tests/core/test_section.py's
+    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    score = analyse_scoring.score_page(page.spec, proposal)
+    curves = [c for track in proposal["sections"][0]["tracks"] for c in track["curves"]]
+    true_curves = sum(len(t.curves) for t in page.spec.sections[0].tracks)
+    assert score.hints["ink"][0] == score.hints["weight"][0] == true_curves
+    read = [c for c in curves if c["ink"]["value"] is not None]
+    assert read and score.hints["ink"][1] == len(read) and score.hints["ink"][2] == 0
+    summary = analyse_scoring.summarise([score])
+    assert summary["ink_read"] == round(len(read) / true_curves, 4) and summary["ink_wrong"] == 0
+
+    wrong = copy.deepcopy(proposal)
+    flipped = next(c for track in wrong["sections"][0]["tracks"] for c in track["curves"] if c["ink"]["value"])
+    flipped["ink"]["value"] = "light" if flipped["ink"]["value"] == "dark" else "dark"
+    judged = analyse_scoring.score_page(page.spec, wrong)
+    assert judged.hints["ink"][2] == 1 and not judged.curves_ok and not judged.no_correction
+
+    emptied = copy.deepcopy(proposal)
+    for track in emptied["sections"][0]["tracks"]:
+        for curve in track["curves"]:
+            curve["ink"]["value"] = curve["weight"]["value"] = None
+    judged = analyse_scoring.score_page(page.spec, emptied)
+    assert judged.hints["ink"][1:] == [0, 0] and judged.curves_ok == score.curves_ok
+
+    weighted = copy.deepcopy(proposal)
+    track = next(t for t in weighted["sections"][0]["tracks"] if len(t["curves"]) > 1)
+    for curve in track["curves"]:  # a legend never shows every pen of a track thick: one at least is wrong
+        curve["weight"]["value"] = "thick"
+    assert analyse_scoring.score_page(page.spec, weighted).hints["weight"][2] >= 1

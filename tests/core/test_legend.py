@@ -1,0 +1,93 @@
+"""A track header's legend read off its line samples: each curve's ink (dark or light) against the page's
+black, and its weight (thin or thick) against the header's other samples, read or not."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter
+
+from veernet_core.digitise.layout.headers import (
+    CurveHeader,
+    Reading,
+    legend,
+    line_samples,
+    line_style,
+    page_black,
+)
+from veernet_core.digitise.layout.labels import TextBox
+from veernet_core.digitise.layout.page import ink_threshold, paper_level
+
+PAPER, BLACK = 235, 20
+WIDTH = 400
+# (row of the sample's top edge, pen width in px, pen gray on white paper (0: the page's black), dashed)
+PENS = [(40, 1, 0, False), (100, 4, 100, True), (160, 2, 0, False)]
+BOX = TextBox(top=5, bottom=195, left=10, right=WIDTH - 10)
+
+
+def _header(pens: list[tuple[int, int, int, bool]], blur: float = 0.5, bitonal: bool = False) -> np.ndarray:
+    """A header box's pixels as a scanner gives them: the box's black frame, a line of black text over each
+    line sample (drawn with its pen's width and gray), blurred, on paper of PAPER and ink of BLACK."""
+    image = Image.new("L", (WIDTH, 200), 255)
+    pen = ImageDraw.Draw(image)
+    pen.rectangle([0, 0, WIDTH - 1, 199], outline=0, width=4)  # outside BOX: a log's borders, in its black
+    for top, width, gray, dashed in pens:
+        pen.text((WIDTH // 2 - 20, top - 24), "GR (API)", fill=0)  # the curve's name above its sample
+        for x in range(20, WIDTH - 20, 30 if dashed else WIDTH):
+            pen.rectangle([x, top, min(x + 19 if dashed else WIDTH - 21, WIDTH - 21), top + width - 1], fill=gray)
+    toned = np.asarray(image.filter(ImageFilter.GaussianBlur(blur)), dtype=np.float32)
+    toned = toned * (PAPER - BLACK) / 255 + BLACK
+    if bitonal:
+        toned = np.where(toned < (BLACK + PAPER) / 2, 0, 255)
+    return toned.astype(np.uint8)
+
+
+def _read(pixels: np.ndarray, tones: bool = True, read: tuple[int, ...] = (0, 1, 2),
+          pens: list[tuple[int, int, int, bool]] = PENS) -> list[CurveHeader]:
+    threshold = ink_threshold(pixels)
+    paper, ink = paper_level(pixels, threshold), pixels < threshold
+    curves = [CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
+                          Reading(None, 0.0), float(pens[k][0] - 20), 10.0) for k in read]
+    rows = [line_style(ink, BOX, curve, curves[i + 1].row if i + 1 < len(curves) else float(BOX.bottom))[1]
+            for i, curve in enumerate(curves)]
+    return legend(curves, rows, line_samples(ink, pixels, paper, BOX), page_black(pixels, ink, paper), tones)
+
+
+def test_each_sample_reads_dark_or_light_against_the_pages_black_whatever_its_width() -> None:
+    """A one-pixel black pen, blurred, peaks about as light as a wide gray one: kept to one row of ink, its
+    darkness summed across the stroke still reads it dark."""
+    curves = _read(_header(PENS, blur=0.7))
+    assert [c.ink.value for c in curves] == ["dark", "light", "dark"]
+    assert all(c.ink.confidence >= 0.5 for c in curves)
+
+
+def test_a_thin_stroke_over_two_rows_at_half_the_black_is_left_unread() -> None:
+    """Two rows at half the page's black: a one-pixel dark pen that the scan spread over two rows, or a
+    two-pixel light pen. Nothing on the sample tells which, so no ink is proposed; a wide light pen's is."""
+    pens = [(40, 2, 128, False), (100, 4, 128, False)]
+    assert [c.ink.value for c in _read(_header(pens, blur=0.3), pens=pens, read=(0, 1))] == [None, "light"]
+
+
+def test_weights_follow_the_legend_rule_over_every_sample_of_the_header_read_or_not() -> None:
+    """1, 4 and 2 px pens: the widest is thick, the narrowest thin, the middle one neither, whatever their
+    inks. Where the 1 px curve's name goes unread, the 2 px one is still not called thin: the rule counts
+    every sample."""
+    assert [c.weight.value for c in _read(_header(PENS))] == ["thin", "thick", None]
+    assert [c.weight.value for c in _read(_header(PENS), read=(1, 2))] == ["thick", None]
+
+
+def test_pens_closer_than_twofold_give_no_weight() -> None:
+    pens = [(40, 2, 0, False), (100, 3, 0, True)]
+    assert [c.weight.value for c in _read(_header(pens), pens=pens, read=(0, 1))] == [None, None]
+
+
+def test_on_a_1_bit_scan_neither_ink_nor_weight_is_read() -> None:
+    """Its threshold prints every ink black, widening a dark pen's stroke and thinning a light one's."""
+    curves = _read(_header(PENS, bitonal=True), tones=False)
+    assert [(c.ink.value, c.weight.value) for c in curves] == [(None, None)] * 3
+    assert [c.weight.value for c in _read(_header(PENS, bitonal=True))] == ["thin", "thick", None]  # were tones read
+
+
+def test_a_header_without_line_samples_proposes_no_ink_and_no_weight() -> None:
+    pixels = _header([])
+    curves = _read(pixels, read=(0,), pens=[(60, 1, 0, False)])
+    assert curves[0].ink.value is None and curves[0].weight.value is None
