@@ -3,6 +3,8 @@ black, and its weight (thin or thick) against the header's other samples, read o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
@@ -19,21 +21,24 @@ from veernet_core.digitise.layout.page import ink_threshold, paper_level
 
 PAPER, BLACK = 235, 20
 WIDTH = 400
-# (row of the sample's top edge, pen width in px, pen gray on white paper (0: the page's black), dashed)
-PENS = [(40, 1, 0, False), (100, 4, 100, True), (160, 2, 0, False)]
+# (row of the sample's top edge, pen width in px, pen gray on white paper (0: the page's black), line style)
+PENS = [(40, 1, 0, "solid"), (100, 4, 100, "dashed"), (160, 2, 0, "solid")]
+PATTERNS = {"solid": (1, 0), "dashed": (20, 10), "dotted": (3, 6), "dash-dot": (20, 6, 4, 6)}  # ink, paper, ...
 BOX = TextBox(top=5, bottom=195, left=10, right=WIDTH - 10)
 
 
-def _header(pens: list[tuple[int, int, int, bool]], blur: float = 0.5, bitonal: bool = False) -> np.ndarray:
+def _header(pens: list[tuple[int, int, int, str]], blur: float = 0.5, bitonal: bool = False) -> np.ndarray:
     """A header box's pixels as a scanner gives them: the box's black frame, a line of black text over each
     line sample (drawn with its pen's width and gray), blurred, on paper of PAPER and ink of BLACK."""
     image = Image.new("L", (WIDTH, 200), 255)
     pen = ImageDraw.Draw(image)
     pen.rectangle([0, 0, WIDTH - 1, 199], outline=0, width=4)  # outside BOX: a log's borders, in its black
-    for top, width, gray, dashed in pens:
+    for top, width, gray, style in pens:
         pen.text((WIDTH // 2 - 20, top - 24), "GR (API)", fill=0)  # the curve's name above its sample
-        for x in range(20, WIDTH - 20, 30 if dashed else WIDTH):
-            pen.rectangle([x, top, min(x + 19 if dashed else WIDTH - 21, WIDTH - 21), top + width - 1], fill=gray)
+        marks = np.concatenate([np.full(n, k % 2 == 0) for k, n in enumerate(PATTERNS[style])])
+        for x in range(20, WIDTH - 20):
+            if marks[(x - 20) % marks.size]:
+                pen.line([(x, top), (x, top + width - 1)], fill=gray)
     toned = np.asarray(image.filter(ImageFilter.GaussianBlur(blur)), dtype=np.float32)
     toned = toned * (PAPER - BLACK) / 255 + BLACK
     if bitonal:
@@ -42,14 +47,16 @@ def _header(pens: list[tuple[int, int, int, bool]], blur: float = 0.5, bitonal: 
 
 
 def _read(pixels: np.ndarray, tones: bool = True, read: tuple[int, ...] = (0, 1, 2),
-          pens: list[tuple[int, int, int, bool]] = PENS) -> list[CurveHeader]:
+          pens: list[tuple[int, int, int, str]] = PENS) -> list[CurveHeader]:
     threshold = ink_threshold(pixels)
     paper, ink = paper_level(pixels, threshold), pixels < threshold
     curves = [CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
                           Reading(None, 0.0), float(pens[k][0] - 20), 10.0) for k in read]
-    rows = [line_style(ink, BOX, curve, curves[i + 1].row if i + 1 < len(curves) else float(BOX.bottom))[1]
-            for i, curve in enumerate(curves)]
-    return legend(curves, rows, line_samples(ink, pixels, paper, BOX), page_black(pixels, ink, paper), tones)
+    styles = [line_style(ink, BOX, curve, curves[i + 1].row if i + 1 < len(curves) else float(BOX.bottom))
+              for i, curve in enumerate(curves)]
+    curves = [replace(curve, style=style) for curve, (style, _) in zip(curves, styles, strict=True)]
+    return legend(curves, [row for _, row in styles], line_samples(ink, pixels, paper, BOX),
+                  page_black(pixels, ink, paper), tones)
 
 
 def test_each_sample_reads_dark_or_light_against_the_pages_black_whatever_its_width() -> None:
@@ -63,7 +70,7 @@ def test_each_sample_reads_dark_or_light_against_the_pages_black_whatever_its_wi
 def test_a_thin_stroke_over_two_rows_at_half_the_black_is_left_unread() -> None:
     """Two rows at half the page's black: a one-pixel dark pen that the scan spread over two rows, or a
     two-pixel light pen. Nothing on the sample tells which, so no ink is proposed; a wide light pen's is."""
-    pens = [(40, 2, 128, False), (100, 4, 128, False)]
+    pens = [(40, 2, 128, "solid"), (100, 4, 128, "solid")]
     assert [c.ink.value for c in _read(_header(pens, blur=0.3), pens=pens, read=(0, 1))] == [None, "light"]
 
 
@@ -76,7 +83,7 @@ def test_weights_follow_the_legend_rule_over_every_sample_of_the_header_read_or_
 
 
 def test_pens_closer_than_twofold_give_no_weight() -> None:
-    pens = [(40, 2, 0, False), (100, 3, 0, True)]
+    pens = [(40, 2, 0, "solid"), (100, 3, 0, "dashed")]
     assert [c.weight.value for c in _read(_header(pens), pens=pens, read=(0, 1))] == [None, None]
 
 
@@ -89,5 +96,15 @@ def test_on_a_1_bit_scan_neither_ink_nor_weight_is_read() -> None:
 
 def test_a_header_without_line_samples_proposes_no_ink_and_no_weight() -> None:
     pixels = _header([])
-    curves = _read(pixels, read=(0,), pens=[(60, 1, 0, False)])
+    curves = _read(pixels, read=(0,), pens=[(60, 1, 0, "solid")])
     assert curves[0].ink.value is None and curves[0].weight.value is None
+
+
+def test_each_style_is_read_off_its_sample_dash_dot_included() -> None:
+    """Solid, dashed and dotted by the share of the sample inked; dash-dot by its marks, long and short in
+    turn, as the traces' are read (`ink.style_scores`): a dash and a dot ink about as much as a dash alone."""
+    for blur, bitonal in ((0.4, False), (0.7, False), (0.5, True)):
+        for styles in (("solid", "dashed", "dotted"), ("dash-dot", "dashed", "dash-dot")):
+            pens = [(40 + 60 * k, 2, 0, style) for k, style in enumerate(styles)]
+            curves = _read(_header(pens, blur=blur, bitonal=bitonal), pens=pens)
+            assert [c.style.value for c in curves] == list(styles), (blur, bitonal)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from veernet_core.digitise.ink import Look, style_scores
 from veernet_core.digitise.layout.labels import TextBox
 from veernet_core.digitise.layout.ocr import Word
 from veernet_core.synth_truth import legend_weights
@@ -155,8 +156,8 @@ def check_ends(curve: CurveHeader, log_grid: bool | None, decades: int | None) -
 
 def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float) -> tuple[Reading, int | None]:
     """The style of the sample line under a curve's text (within four text heights, above the next curve's):
-    solid, dashed or dotted, from the share of the sample's length that is inked, and the page row the
-    sample is on. Empty when no sample line is found."""
+    solid, dashed or dotted from the share of the sample's length that is inked, dash-dot where its marks
+    alternate long and short, and the page row the sample is on. Empty when no sample line is found."""
     below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
     y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
     if y1 - y0 < 2:
@@ -171,10 +172,23 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     gaps = np.diff(columns) - 1
     # Gaps under a fifth of the words' height (about 0.02 in) are the scan breaking a line, not its style: a
     # dash's or a dot's gap is twice that or more.
-    broken = gaps[gaps <= max(2.0, 0.2 * curve.height)]
+    bridge = max(2.0, 0.2 * curve.height)
+    broken = gaps[gaps <= bridge]
     share = float((columns.size + broken.sum()) / (columns[-1] - columns[0] + 1))
     style = "solid" if share >= 0.9 else "dashed" if share >= 0.5 else "dotted"
-    return Reading(style, round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2)), y0 + row
+    confidence = round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2)
+    if style != "solid":
+        # Dash, dot, dash, dot: read as the traces' marks are (`ink.style_scores`), on the sample's ink with
+        # the scan's breaks bridged. A long dash and a dot ink about as much of the length as a dash alone.
+        inked = np.zeros(columns[-1] - columns[0] + 1, dtype=bool)
+        inked[columns - columns[0]] = True
+        for start, gap in zip(columns[:-1][gaps > 0], gaps[gaps > 0], strict=True):
+            if gap <= bridge:
+                inked[start - columns[0] + 1:start - columns[0] + 1 + gap] = True
+        scores = style_scores(Look(inked, 1.0, 1.0, None))
+        if max(scores, key=lambda name: scores[name]) == "dash-dot":
+            style, confidence = "dash-dot", round(min(1.0, 0.5 + scores["dash-dot"] / 2), 2)
+    return Reading(style, confidence), y0 + row
 
 
 SPREAD_BINS = 16  # a line across a header box has ink in at least this many of its 20 stretches; text, in a few
