@@ -28,6 +28,9 @@ Figures (one JSON line):
                    none is empty, `pages_geometry_ok` ignores the curve fields
   curve_fields_read, curve_fields_wrong  of the true curves' fields (name, unit, left, right, style), the
                    share proposed, and the share proposed wrong
+  curves_found, curves_extra  the share of the true curves a proposed curve was read for (on its header line,
+                   named or not: a line sample under an unread name is a curve left for the person to name), and
+                   the proposed curves on no true curve's header line
   ink_read, ink_wrong, weight_read, weight_wrong  the same for the legend's ink (dark or light) and weight
                    (thin or thick where the track's pens differ twofold: `synth_truth.legend_weights`) read off
                    each curve's line sample; empty is no hint, so only a wrong one is a correction

@@ -38,6 +38,9 @@ class PageScore:
     curve_fields: int = 0
     curve_fields_read: int = 0
     curve_fields_wrong: int = 0
+    curves: int = 0  # true curves of the tracks found
+    curves_found: int = 0  # of them, those a proposed curve was read for (its header line, named or not)
+    curves_extra: int = 0  # proposed curves on no true curve's header line
     # per legend hint: [true curves, proposed, proposed wrong]
     hints: dict[str, list[int]] = field(default_factory=lambda: {name: [0, 0, 0] for name in LEGEND_HINTS})
     geometry_ok: bool = True
@@ -124,6 +127,7 @@ def _score_track(score: PageScore, spec: PageSpec, section: SectionSpec, truth: 
 
 def _missing_curves(score: PageScore, truth: TrackSpec) -> None:
     score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
+    score.curves += len(truth.curves)
     for name in LEGEND_HINTS:
         score.hints[name][0] += len(truth.curves)
 
@@ -135,12 +139,17 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
     slot_rows = [section.header_top + (0.12 + k * HEADER_SLOT_IN) * spec.dpi for k in range(len(truth.curves))]
     legend: dict[str, list[str | None]] = {"ink": [c.tone for c in truth.curves],
-              "weight": legend_weights([c.stroke_px(spec.dpi) for c in truth.curves])}
+                                           "weight": legend_weights([c.stroke_px(spec.dpi) for c in truth.curves])}
     for name in LEGEND_HINTS:
         score.hints[name][0] += len(truth.curves)
+    score.curves += len(truth.curves)
+    found = set()
     for curve in curves:
         k = int(np.argmin([abs(curve["header_row"] - row) for row in slot_rows])) if slot_rows else -1
         matched = k >= 0 and abs(curve["header_row"] - slot_rows[k]) <= 0.15 * spec.dpi
+        if matched:
+            found.add(k)
+        score.curves_extra += not matched
         for name in CURVE_FIELDS:
             value = curve[name]["value"]
             if value is None:
@@ -152,6 +161,7 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
             if value is not None:
                 score.hints[name][1] += matched
                 score.hints[name][2] += not (matched and value == legend[name][k])
+    score.curves_found += len(found)
 
 
 def _same(value: Any, truth: Any) -> bool:
@@ -187,6 +197,8 @@ def summarise(scores: list[PageScore]) -> dict[str, Any]:
             "pages_complete": share(sum(s.complete for s in scores), len(scores)),
             "curve_fields_read": share(sum(s.curve_fields_read for s in scores), fields),
             "curve_fields_wrong": share(sum(s.curve_fields_wrong for s in scores), fields),
+            "curves_found": share(sum(s.curves_found for s in scores), sum(s.curves for s in scores)),
+            "curves_extra": sum(s.curves_extra for s in scores),
             **{f"{name}_{what}": share(sum(s.hints[name][i] for s in scores), sum(s.hints[name][0] for s in scores))
                for name in LEGEND_HINTS for i, what in ((1, "read"), (2, "wrong"))},
             "sections": sections, "tracks": tracks, "depth_by_scale": depth}

@@ -15,6 +15,7 @@ from veernet_core.digitise.layout.headers import (
     line_samples,
     line_style,
     page_black,
+    with_unread,
 )
 from veernet_core.digitise.layout.labels import TextBox
 from veernet_core.digitise.layout.page import ink_threshold, paper_level
@@ -108,3 +109,20 @@ def test_each_style_is_read_off_its_sample_dash_dot_included() -> None:
             pens = [(40 + 60 * k, 2, 0, style) for k, style in enumerate(styles)]
             curves = _read(_header(pens, blur=blur, bitonal=bitonal), pens=pens)
             assert [c.style.value for c in curves] == list(styles), (blur, bitonal)
+
+
+def test_a_sample_under_no_read_name_is_a_curve_left_to_name_in_its_place() -> None:
+    """Names read for the first and last of three samples: the middle one comes back between them, with no
+    name and no style, its text's row where the others' sit above their samples, its ink and weight read."""
+    pixels = _header(PENS, blur=0.7)
+    threshold = ink_threshold(pixels)
+    paper, ink = paper_level(pixels, threshold), pixels < threshold
+    read = [CurveHeader(Reading(name, 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
+                        Reading("solid", 0.9), float(PENS[k][0] - 20), 10.0) for name, k in (("GR", 0), ("SP", 2))]
+    rows = [line_style(ink, BOX, read[0], read[1].row)[1], line_style(ink, BOX, read[1], float(BOX.bottom))[1]]
+    samples = line_samples(ink, pixels, paper, BOX)
+    curves, rows = with_unread(read, rows, samples, 10.0, 20.0)
+    assert [c.mnemonic.value for c in curves] == ["GR", None, "SP"]
+    assert curves[1].style.value is None and abs(curves[1].row - (samples[1].row - 20.0)) < 1e-9
+    named = legend(curves, rows, samples, page_black(pixels, ink, paper), True)
+    assert [(c.ink.value, c.weight.value) for c in named] == [("dark", "thin"), ("light", "thick"), ("dark", None)]

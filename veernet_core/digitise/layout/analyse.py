@@ -186,17 +186,17 @@ def _joined(words: list[ocr.Word]) -> tuple[str, float]:
 
 
 def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None) -> None:
-    """Every track header read twice, differently prepared; a field is kept where both readings agree."""
+    """Every track header read twice, differently prepared; a field is kept where both readings agree. Each
+    line sample under no read name is a curve too, its name left for the person (`headers.with_unread`)."""
     boxes = [box for finding in found for box in finding.header_boxes if box is not None]
     crops = [labels.erase_rules(box.crop(page, 0), page.threshold) for box in boxes]
     heights = [headers.text_height(crop, page.threshold) for crop in crops]
     sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
                    for blur in (False, True))
-    black = None  # the page's black ink, once a header needs it
+    read = []  # per header box: (box, its curves read and styled, their samples' rows, every sample in it)
     for finding in found:
         for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True):
             if box is None:
-                finding.curves.append([])
                 continue
             curves = headers.agreed(headers.curves_in(next(sharp), box), headers.curves_in(next(soft), box))
             log = None if grid is None else grid.scale == "log"
@@ -204,10 +204,21 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             styles = [_style(page, box, curves, k) for k in range(len(curves))]
             styled = [replace(headers.check_ends(c, log, decades), style=style)
                       for c, (style, _) in zip(curves, styles, strict=True)]
-            if black is None:
-                black = headers.page_black(page.gray, page.ink, page.paper)
-            samples = headers.line_samples(page.ink, page.gray, page.paper, box)
-            finding.curves.append(headers.legend(styled, [row for _, row in styles], samples, black, page.tones))
+            read.append((box, styled, [row for _, row in styles],
+                         headers.line_samples(page.ink, page.gray, page.paper, box)))
+    # How far a legend's sample sits under its curve's text, as the read curves of the page show it.
+    below = [row - c.row for _, curves, rows, _ in read for c, row in zip(curves, rows, strict=True) if row is not None]
+    black = headers.page_black(page.gray, page.ink, page.paper) if read else 1.0
+    headed = iter(zip(read, heights, strict=True))
+    for finding in found:
+        for box in finding.header_boxes:
+            if box is None:
+                finding.curves.append([])
+                continue
+            (_, styled, rows, samples), height = next(headed)
+            offset = float(np.median(below)) if below else 2.0 * height
+            curves, rows = headers.with_unread(styled, rows, samples, height, offset)
+            finding.curves.append(headers.legend(curves, rows, samples, black, page.tones))
 
 
 def _style(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader],

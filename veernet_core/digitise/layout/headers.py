@@ -191,6 +191,27 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     return Reading(style, confidence), y0 + row
 
 
+def with_unread(curves: list[CurveHeader], rows: list[int | None], samples: list[LineSample], height: float,
+                offset: float) -> tuple[list[CurveHeader], list[int | None]]:
+    """The curves read in a header box, and one more for every line sample under no read curve's text (its
+    name unread: a legend draws one sample per curve), top to bottom, with the page rows of their samples.
+    Such a curve has no name, unit or scale ends for the person to supply and no style (where its name is
+    unread, its sample is too often misread: on 40 generated pages (seed 20261124) 9 of about 38 styles such
+    samples gave were wrong, on 1-bit scans of 150-170 dpi mostly); its text's row is put `offset` rows above
+    its sample (where the read curves' texts sit above theirs); its ink and weight are read as any sample's
+    (`legend`)."""
+    taken = {row for row in rows if row is not None}
+    found = list(zip(curves, rows, strict=True))
+    for sample in samples:
+        if any(abs(sample.row - row) <= 2 for row in taken):
+            continue
+        unread = CurveHeader(Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
+                             Reading(None, 0.0), sample.row - offset, height)
+        found.append((unread, sample.row))
+    found.sort(key=lambda pair: pair[0].row)
+    return [curve for curve, _ in found], [row for _, row in found]
+
+
 SPREAD_BINS = 16  # a line across a header box has ink in at least this many of its 20 stretches; text, in a few
 
 

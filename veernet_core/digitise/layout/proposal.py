@@ -163,6 +163,11 @@ def _track(finding: SectionFinding, j: int, name: str, messages: list[str]) -> d
     extent = proposed(_extent(track), inked * min(1.0, track.depth_lines / 0.9), f"border lines inked along "
                       f"{inked:.0%} of the grid; crossed by {track.depth_lines:.0%} of its depth lines")
     curves = finding.curves[j] if j < len(finding.curves) else []
+    unread = sum(curve.mnemonic.value is None for curve in curves)
+    if unread:
+        messages.append(f"{name} track {j + 1}: {unread} of its {len(curves)} curves' names could not be read (each "
+                        "is proposed from its line sample, with the ink and weight read off it where they could be): "
+                        "supply each one's mnemonic, unit, scale ends and style, or remove it")
     if not curves:
         messages.append(f"{name} track {j + 1}: no curve name could be read in its header: supply each curve's "
                         "mnemonic, unit and scale ends")
