@@ -27,7 +27,7 @@ Figures (one JSON line):
                    empty is for the person to complete, not a correction; `pages_complete` also asks that
                    none is empty, `pages_geometry_ok` ignores the curve fields
   curve_fields_read, curve_fields_wrong  of the true curves' fields (name, unit, left, right, style), the
-                   share proposed, and the share proposed wrong
+                   share proposed, and the share proposed wrong; `curve_fields_by_name` the same per field
   curves_found, curves_extra  the share of the true curves a proposed curve was read for (on its header line,
                    named or not: a line sample under an unread name is a curve left for the person to name), and
                    the proposed curves on no true curve's header line

@@ -38,6 +38,8 @@ class PageScore:
     curve_fields: int = 0
     curve_fields_read: int = 0
     curve_fields_wrong: int = 0
+    # per curve field: [proposed, proposed wrong]
+    by_field: dict[str, list[int]] = field(default_factory=lambda: {name: [0, 0] for name in CURVE_FIELDS})
     curves: int = 0  # true curves of the tracks found
     curves_found: int = 0  # of them, those a proposed curve was read for (its header line, named or not)
     curves_extra: int = 0  # proposed curves on no true curve's header line
@@ -154,8 +156,11 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
             value = curve[name]["value"]
             if value is None:
                 continue
+            right = matched and _same(value, getattr(truth.curves[k], name))
             score.curve_fields_read += matched
-            score.curve_fields_wrong += not (matched and _same(value, getattr(truth.curves[k], name)))
+            score.curve_fields_wrong += not right
+            score.by_field[name][0] += matched
+            score.by_field[name][1] += not right
         for name in LEGEND_HINTS:  # a hint the legend does not give (weights alike) is wrong where proposed
             value = curve[name]["value"]
             if value is not None:
@@ -198,6 +203,9 @@ def summarise(scores: list[PageScore]) -> dict[str, Any]:
             "curve_fields_read": share(sum(s.curve_fields_read for s in scores), fields),
             "curve_fields_wrong": share(sum(s.curve_fields_wrong for s in scores), fields),
             "curves_found": share(sum(s.curves_found for s in scores), sum(s.curves for s in scores)),
+            "curve_fields_by_name": {name: {what: share(sum(s.by_field[name][i] for s in scores),
+                                                        fields // len(CURVE_FIELDS))
+                                            for i, what in ((0, "read"), (1, "wrong"))} for name in CURVE_FIELDS},
             "curves_extra": sum(s.curves_extra for s in scores),
             **{f"{name}_{what}": share(sum(s.hints[name][i] for s in scores), sum(s.hints[name][0] for s in scores))
                for name in LEGEND_HINTS for i, what in ((1, "read"), (2, "wrong"))},

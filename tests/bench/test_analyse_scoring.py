@@ -29,6 +29,9 @@ def test_a_wrong_ink_or_weight_is_a_correction_and_an_empty_one_is_not() -> None
     assert read and score.hints["ink"][1] == len(read) and score.hints["ink"][2] == 0
     summary = analyse_scoring.summarise([score])
     assert summary["ink_read"] == round(len(read) / true_curves, 4) and summary["ink_wrong"] == 0
+    named = [c for c in curves if c["mnemonic"]["value"] is not None]
+    assert summary["curve_fields_by_name"]["mnemonic"] == {"read": round(len(named) / true_curves, 4), "wrong": 0.0}
+    assert summary["curves_found"] == round(len(curves) / true_curves, 4) and summary["curves_extra"] == 0
 
     wrong = copy.deepcopy(proposal)
     flipped = next(c for track in wrong["sections"][0]["tracks"] for c in track["curves"] if c["ink"]["value"])
