@@ -126,3 +126,21 @@ def test_a_sample_under_no_read_name_is_a_curve_left_to_name_in_its_place() -> N
     assert curves[1].style.value is None and abs(curves[1].row - (samples[1].row - 20.0)) < 1e-9
     named = legend(curves, rows, samples, page_black(pixels, ink, paper), True)
     assert [(c.ink.value, c.weight.value) for c in named] == [("dark", "thin"), ("light", "thick"), ("dark", None)]
+
+
+def test_a_thin_pen_broken_at_random_by_the_scan_gives_no_style() -> None:
+    """A solid light line that the threshold broke at random reads as neither solid nor a pattern: its marks
+    and gaps do not repeat, so no style is proposed, while a dashed line broken nowhere still reads dashed."""
+    pens = [(40, 1, 0, "solid"), (100, 1, 0, "dashed")]
+    pixels = _header(pens, blur=0.3)
+    rng = np.random.default_rng(5)
+    row = np.flatnonzero(pixels[35:50, 30] < 128)[0] + 35  # the first sample's row of ink
+    cut = np.zeros(WIDTH, dtype=bool)  # runs of its columns lost at random, of random lengths, as a light pen's are
+    x = 20
+    while x < WIDTH:
+        x += int(rng.integers(1, 40))
+        gap = int(rng.integers(3, 12))
+        cut[x:x + gap] = True
+        x += gap
+    pixels[row - 1:row + 2, cut] = pixels[row - 6, 30]  # paper
+    assert [c.style.value for c in _read(pixels, pens=pens, read=(0, 1))] == [None, "dashed"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from veernet_core.digitise.ink import Look, style_scores
+from veernet_core.digitise.ink import Look, runs, style_scores
 from veernet_core.digitise.layout.labels import TextBox
 from veernet_core.digitise.layout.ocr import Word
 from veernet_core.synth_truth import legend_weights
@@ -157,7 +157,8 @@ def check_ends(curve: CurveHeader, log_grid: bool | None, decades: int | None) -
 def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float) -> tuple[Reading, int | None]:
     """The style of the sample line under a curve's text (within four text heights, above the next curve's):
     solid, dashed or dotted from the share of the sample's length that is inked, dash-dot where its marks
-    alternate long and short, and the page row the sample is on. Empty when no sample line is found."""
+    alternate long and short, and the page row the sample is on. Empty when no sample line is found, and the
+    style alone where a broken sample's marks do not repeat (`_regular`)."""
     below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
     y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
     if y1 - y0 < 2:
@@ -188,7 +189,32 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
         scores = style_scores(Look(inked, 1.0, 1.0, None))
         if max(scores, key=lambda name: scores[name]) == "dash-dot":
             style, confidence = "dash-dot", round(min(1.0, 0.5 + scores["dash-dot"] / 2), 2)
+        if not _regular(*runs(inked)):
+            return Reading(None, 0.0), y0 + row
     return Reading(style, confidence), y0 + row
+
+
+# A pen's dashes and dots repeat: of a broken sample's marks (one length, or two for dash-dot) and of its gaps
+# (one length), at least REGULAR_SHARE lie within MARKS_NEAR of their kind's median (2 px at least). A thin light
+# pen that the scan's threshold breaks at random does not: on 40 generated pages (seed 20261124) its samples had
+# 13 styles proposed wrong (solid or dashed read dashed, dotted or dash-dot), every one of them broken
+# irregularly, while 104 of 105 broken samples read right were regular.
+MARKS_NEAR = 0.3
+REGULAR_SHARE = 0.85
+
+
+def _regular(marks: np.ndarray, gaps: np.ndarray) -> bool:
+    """Whether a broken line sample's marks and gaps repeat as a pen's pattern does."""
+    def near(lengths: np.ndarray, kinds: int) -> float:
+        if lengths.size < 3:
+            return 1.0
+        lengths = lengths.astype(np.float64)
+        low, high = float(lengths.min()), float(lengths.max())
+        middle = lengths < math.sqrt(max(low, 1.0) * high) if kinds == 2 and high >= 3 * max(low, 1.0) else None
+        typical = np.full(lengths.size, np.median(lengths)) if middle is None else np.where(
+            middle, np.median(lengths[middle]), np.median(lengths[~middle]))
+        return float(np.mean(np.abs(lengths - typical) <= MARKS_NEAR * np.maximum(typical, 2.0)))
+    return near(marks, 2) >= REGULAR_SHARE and near(gaps, 1) >= REGULAR_SHARE
 
 
 def with_unread(curves: list[CurveHeader], rows: list[int | None], samples: list[LineSample], height: float,
