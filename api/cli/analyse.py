@@ -78,7 +78,8 @@ def section_line(k: int, section: dict[str, Any]) -> str:
 
 
 def _tracks_table(section: dict[str, Any]) -> Table:
-    table = Table("track", "columns", "grid", "curves (name unit left..right style)", show_lines=False)
+    table = Table("track", "columns", "grid", "curves (name unit left..right style, and ink and weight where read)",
+                  show_lines=False)
     for j, track in enumerate(section["tracks"], 1):
         extent, grid = track["extent"]["value"], track["grid"]["value"]
         grid_text = f"{grid['scale']} {grid['divisions']}" if grid else "-"
@@ -92,7 +93,8 @@ def _curve_text(curve: dict[str, Any]) -> str:
     def value(name: str) -> str:
         got = curve[name]["value"]
         return "?" if got is None else f"{got:g}" if isinstance(got, float) else str(got)
-    return f"{value('mnemonic')} {value('unit')} {value('left')}..{value('right')} {value('style')}"
+    hints = [str(curve[name]["value"]) for name in ("ink", "weight") if (curve.get(name) or {}).get("value")]
+    return " ".join([f"{value('mnemonic')} {value('unit')} {value('left')}..{value('right')} {value('style')}", *hints])
 
 
 def _confidence(field: dict[str, Any]) -> str:

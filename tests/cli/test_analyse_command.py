@@ -12,6 +12,7 @@ import yaml
 from cli_stack import CliService
 from PIL import Image
 
+from api.cli.analyse import _curve_text
 from veernet_core.digitise.layout.ocr import find_tesseract
 from veernet_core.page_synth import PageOptions, generate_page
 
@@ -59,3 +60,15 @@ def test_a_file_that_is_not_one_page_is_one_error_line(cli_service: CliService) 
     assert line.startswith("error: ") and "2 pages" in line
     missing = cli("analyse", "missing.tif")
     assert missing.returncode == 1 and missing.stderr.startswith("error: cannot read the scan missing.tif")
+
+
+def test_a_curves_line_shows_the_ink_and_weight_read_and_nothing_for_those_not_read() -> None:
+    def field(value: object) -> dict[str, object]:
+        return {"value": value, "confidence": 0.9 if value is not None else 0.0, "evidence": ""}
+    curve = {"mnemonic": field("GR"), "unit": field("API"), "left": field(0.0), "right": field(150.0),
+             "style": field("dashed"), "ink": field("light"), "weight": field("thick")}
+    assert _curve_text(curve) == "GR API 0..150 dashed light thick"
+    curve.update(ink=field(None), weight=field(None), mnemonic=field(None))
+    assert _curve_text(curve) == "? API 0..150 dashed"
+    del curve["ink"], curve["weight"]  # a proposal from a service older than the legend's hints
+    assert _curve_text(curve) == "? API 0..150 dashed"
