@@ -193,7 +193,7 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
     heights = [headers.text_height(crop, page.threshold) for crop in crops]
     sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
                    for blur in (False, True))
-    read = []  # per header box: (box, its curves read and styled, their samples' rows, every sample in it)
+    read = []  # per header box: (its curves read and styled, their samples' rows, every sample in it)
     for finding in found:
         for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True):
             if box is None:
@@ -204,10 +204,10 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             styles = [_style(page, box, curves, k) for k in range(len(curves))]
             styled = [replace(headers.check_ends(c, log, decades), style=style)
                       for c, (style, _) in zip(curves, styles, strict=True)]
-            read.append((box, styled, [row for _, row in styles],
+            read.append((styled, [row for _, row in styles],
                          headers.line_samples(page.ink, page.gray, page.paper, box)))
     # How far a legend's sample sits under its curve's text, as the read curves of the page show it.
-    below = [row - c.row for _, curves, rows, _ in read for c, row in zip(curves, rows, strict=True) if row is not None]
+    below = [row - c.row for curves, rows, _ in read for c, row in zip(curves, rows, strict=True) if row is not None]
     black = headers.page_black(page.gray, page.ink, page.paper) if read else 1.0
     headed = iter(zip(read, heights, strict=True))
     for finding in found:
@@ -215,7 +215,7 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             if box is None:
                 finding.curves.append([])
                 continue
-            (_, styled, rows, samples), height = next(headed)
+            (styled, rows, samples), height = next(headed)
             offset = float(np.median(below)) if below else 2.0 * height
             curves, rows = headers.with_unread(styled, rows, samples, height, offset)
             finding.curves.append(headers.legend(curves, rows, samples, black, page.tones))

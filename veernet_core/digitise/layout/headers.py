@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from veernet_core.digitise.ink import Look, runs, style_scores
-from veernet_core.digitise.layout.labels import TextBox
+from veernet_core.digitise.layout.labels import RULE_STRETCHES, TextBox, spread
 from veernet_core.digitise.layout.ocr import Word
 from veernet_core.synth_truth import legend_weights
 
@@ -164,28 +164,26 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     if y1 - y0 < 2:
         return Reading(None, 0.0), None
     ink = page_ink[y0:y1, box.left:box.right + 1]
-    spread = _spread(ink)
-    row = int(np.argmax(spread))
-    if spread[row] < SPREAD_BINS:
+    stretches = spread(ink)
+    row = int(np.argmax(stretches))
+    if stretches[row] < RULE_STRETCHES:
         return Reading(None, 0.0), None
-    line = ink[max(0, row - 1):row + 2].any(axis=0)
-    columns = np.flatnonzero(line)
+    columns = np.flatnonzero(ink[max(0, row - 1):row + 2].any(axis=0))
+    # The sample's ink along its length, first to last inked column. Gaps under a fifth of the words' height
+    # (about 0.02 in) are the scan breaking a line, not its style (a dash's or a dot's gap is twice that or
+    # more): they count as ink.
+    inked = np.zeros(columns[-1] - columns[0] + 1, dtype=bool)
+    inked[columns - columns[0]] = True
     gaps = np.diff(columns) - 1
-    # Gaps under a fifth of the words' height (about 0.02 in) are the scan breaking a line, not its style: a
-    # dash's or a dot's gap is twice that or more.
-    bridge = max(2.0, 0.2 * curve.height)
-    broken = gaps[gaps <= bridge]
-    share = float((columns.size + broken.sum()) / (columns[-1] - columns[0] + 1))
+    bridged = (gaps > 0) & (gaps <= max(2.0, 0.2 * curve.height))
+    for start, gap in zip(columns[:-1][bridged] - columns[0] + 1, gaps[bridged], strict=True):
+        inked[start:start + gap] = True
+    share = float(np.count_nonzero(inked) / inked.size)
     style = "solid" if share >= 0.9 else "dashed" if share >= 0.5 else "dotted"
     confidence = round(min(1.0, abs(share - (0.9 if share >= 0.9 else 0.5)) * 4 + 0.5), 2)
     if style != "solid":
-        # Dash, dot, dash, dot: read as the traces' marks are (`ink.style_scores`), on the sample's ink with
-        # the scan's breaks bridged. A long dash and a dot ink about as much of the length as a dash alone.
-        inked = np.zeros(columns[-1] - columns[0] + 1, dtype=bool)
-        inked[columns - columns[0]] = True
-        for start, gap in zip(columns[:-1][gaps > 0], gaps[gaps > 0], strict=True):
-            if gap <= bridge:
-                inked[start - columns[0] + 1:start - columns[0] + 1 + gap] = True
+        # Dash, dot, dash, dot: read as the traces' marks are (`ink.style_scores`). A long dash and a dot ink
+        # about as much of the length as a dash alone.
         scores = style_scores(Look(inked, 1.0, 1.0, None))
         if max(scores, key=lambda name: scores[name]) == "dash-dot":
             style, confidence = "dash-dot", round(min(1.0, 0.5 + scores["dash-dot"] / 2), 2)
@@ -238,14 +236,6 @@ def with_unread(curves: list[CurveHeader], rows: list[int | None], samples: list
     return [curve for curve, _ in found], [row for _, row in found]
 
 
-SPREAD_BINS = 16  # a line across a header box has ink in at least this many of its 20 stretches; text, in a few
-
-
-def _spread(ink: np.ndarray) -> np.ndarray:
-    """Per row of a header box's ink: in how many of 20 stretches across the box it has ink."""
-    return np.stack([b.any(axis=1) for b in np.array_split(ink, 20, axis=1) if b.shape[1]], axis=1).sum(axis=1)
-
-
 SAMPLE_REACH = 8  # rows either side of a line sample's row that its stroke may cover (a 4 px pen at 400 dpi, blurred)
 FAINT = 0.08  # darkness under which a pixel across a line sample is paper, not its stroke's blurred edge
 
@@ -254,7 +244,7 @@ def line_samples(page_ink: np.ndarray, gray: np.ndarray, paper: int, box: TextBo
     """Every line sample in a track's header box, read or not: the runs of rows with ink across the box
     (away from its top and bottom rows, which a skewed border may reach), each measured across."""
     ink = page_ink[box.top:box.bottom + 1, box.left:box.right + 1]
-    across = np.flatnonzero(_spread(ink) >= SPREAD_BINS)
+    across = np.flatnonzero(spread(ink) >= RULE_STRETCHES)
     runs = np.split(across, np.flatnonzero(np.diff(across) > 1) + 1) if across.size else []
     middles = [int(run[len(run) // 2]) for run in runs if run[0] > 1 and run[-1] < ink.shape[0] - 2]
     samples = []

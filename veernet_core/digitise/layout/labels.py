@@ -88,15 +88,21 @@ def header_box(page: Ink, track: Interval, strip_top: int, body_top: float) -> T
     return TextBox(top, bottom, left, right)
 
 
+RULE_STRETCHES = 16  # a line across a header box has ink in at least this many of its 20 stretches; text, in a few
+
+
+def spread(ink: np.ndarray) -> np.ndarray:
+    """Per row of a header box's ink (bool): in how many of 20 stretches across the box it has ink."""
+    return np.stack([b.any(axis=1) for b in np.array_split(ink, 20, axis=1) if b.shape[1]], axis=1).sum(axis=1)
+
+
 def erase_rules(crop: np.ndarray, ink_below: int) -> np.ndarray:
     """A header crop without its long horizontal lines (the samples of each curve's line style, solid,
     dashed or dotted, and a box's edges), which Tesseract would read as a row of dashes: rows with ink in
-    at least 16 of 20 stretches across the crop, with a row either side, are painted paper. A line of
-    text has ink in a few stretches only (its scale ends and its name)."""
+    at least RULE_STRETCHES of 20 stretches across the crop, with a row either side, are painted paper. A
+    line of text has ink in a few stretches only (its scale ends and its name)."""
     clean = crop.copy()
-    bins = np.array_split(crop < ink_below, 20, axis=1)
-    spread = np.stack([b.any(axis=1) for b in bins if b.shape[1]], axis=1).sum(axis=1)
-    rows = np.flatnonzero(spread >= 16)
+    rows = np.flatnonzero(spread(crop < ink_below) >= RULE_STRETCHES)
     paper = np.uint8(np.median(crop)) if crop.size else np.uint8(255)
     for row in rows.tolist():
         clean[max(0, row - 1):row + 2] = paper
