@@ -178,15 +178,15 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         path = _best_path(_pens_said(evidence, links, path, widths), links)
     named = _stitch(traces, bounds, path)
     unhinted = _unhinted(vouched, hinted, calibration.curves)
-    identity = _verdicts(vouched, path, anchored, bounds, unhinted)
+    identity = _verdicts(path, anchored, bounds, unhinted)
     reading = _Reading(scan, page, near, half, bridge)
     named_looks = [[row[a[c]] for row, a in zip(looks, path, strict=True)] for c in range(len(calibration.curves))]
     shade_read = _shades_by_order(calibration.curves, named_looks)
-    read = [_contradictions(curve, named_looks[c], named[c], calibration, reading, shade_read[c])
+    inked = [_inked_share(curve_looks) for curve_looks in named_looks]
+    read = [_contradictions(curve, named_looks[c], named[c], calibration, reading, inked[c], shade_read[c])
             for c, curve in enumerate(calibration.curves)]
     warnings = [lines + _unseen_ink(curve, scan, calibration)
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
-    inked = [_inked_share(curve_looks) for curve_looks in named_looks]
     identity = _doubted(identity, [seen for _, seen in read], calibration, shades, inked)
     if not assigned:
         for i, j in _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path, calibration.curves):
@@ -196,8 +196,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
                                                             inked[a], inked[b]))
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
-        second = Naming(_stitch(traces, bounds, kept), _verdicts(vouched, kept, anchored, bounds, unhinted),
-                        [()] * len(traces))
+        second = Naming(_stitch(traces, bounds, kept), _verdicts(kept, anchored, bounds, unhinted), [()] * len(traces))
         naming = checked_against(naming, second)
     return naming
 
@@ -631,15 +630,14 @@ def _pens_said(evidence: list[np.ndarray], links: _Links, path: list[Assignment]
     return said
 
 
-def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[int],
-              bounds: list[tuple[int, int]], unhinted: Callable[[int, int], list[np.ndarray]] | None = None,
-              ) -> list[str]:
+def _verdicts(path: list[Assignment], anchored: set[int], bounds: list[tuple[int, int]],
+              weighed: Callable[[int, int], list[np.ndarray]]) -> list[str]:
     """Per curve: ambiguous where swapping it with another curve over a run of stretches at least
     AMBIGUOUS_SHARE of the log's columns long (the whole log included) loses less than AMBIGUOUS_MARGIN
     of evidence; else anchored (an anchor spoke for it) or hinted. An anchor or a telling stretch vouches
     for the names about it, not for a part of the log where nothing tells the curves apart and the tracer
-    may have swapped them where they touch. `unhinted(i, j)`, where given, is the evidence that weighs the
-    swap of curves i and j (`_unhinted`)."""
+    may have swapped them where they touch. `weighed(i, j)` is the evidence, per stretch, that weighs the swap
+    of curves i and j (`_unhinted`)."""
     n = len(path[0]) if path else 0
     if n == 1:
         return ["single"]
@@ -648,8 +646,7 @@ def _verdicts(evidence: list[np.ndarray], path: list[Assignment], anchored: set[
     ambiguous: set[int] = set()
     for i, j in itertools.combinations(range(n), 2):
         swapped = _swapped(path, i, j)
-        weighed = evidence if unhinted is None else unhinted(i, j)
-        lost = np.array([_score(e, a) - _score(e, b) for e, a, b in zip(weighed, path, swapped, strict=True)])
+        lost = np.array([_score(e, a) - _score(e, b) for e, a, b in zip(weighed(i, j), path, swapped, strict=True)])
         if _cheap_swap(lost, lengths, total):
             ambiguous |= {i, j}
     return ["ambiguous" if c in ambiguous else "anchored" if c in anchored else "hinted" for c in range(n)]
@@ -853,7 +850,7 @@ def _darkness(looks: list[Look | None]) -> float | None:
 
 
 def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTrace,
-                    calibration: Calibration, reading: _Reading,
+                    calibration: Calibration, reading: _Reading, inked: float | None,
                     shade: str | None = None) -> tuple[tuple[str, ...], Seen]:
     """A line per hint the scan does not bear out for this curve's named trace, and per such hint its field
     and what the scan shows instead ("anchor", "" for a missed anchor): its stretches' looks vote,
@@ -868,12 +865,12 @@ def _contradictions(curve: CurveScale, looks: list[Look | None], trace: ColumnTr
     and the curve's name stays in doubt as for a contradiction (`_doubted`, by what its looks read). On the
     independent renderer's tuning logs, 57 % of the warnings against right style hints were such (bench/README.md,
     2026-11-28). `shade`, where given, is the ink the trace shows beside the track's other curves
-    (`_shades_by_order`), held against a dark or light hint in place of its own reading."""
+    (`_shades_by_order`), held against a dark or light hint in place of its own reading; `inked` is the share
+    of the looks' columns that are inked (`_inked_share`)."""
     lines: list[str] = []
     shown: list[tuple[str, str]] = []
     seen = [look for look in looks if look is not None]
     dark = _darkness(looks)
-    inked = _inked_share(looks)
     if dark is not None and inked is not None:  # both where its looks show any column
         looked = _vote([look for look in seen if look.columns >= MIN_WARN_COLUMNS] or seen, style_label)
         marked = reading.marks(trace) if curve.style is not None and looked != curve.style else None
