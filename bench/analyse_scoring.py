@@ -2,7 +2,7 @@
 
 A proposed section is matched to the true section it overlaps most (at least half of it); a true track to
 the proposed track of that section nearest it; a proposed curve to the true curve whose header line it was
-read on (the generator's slots are HEADER_SLOT_IN apart).
+read on (`page_draw.header_slot`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from veernet_core.page_draw import HEADER_SLOT_IN
+from veernet_core.page_draw import header_slot
 from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
 from veernet_core.synth_truth import legend_weights
 
@@ -139,7 +139,6 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     """Each proposed curve against the true curve of the header line it was read on; a curve read where
     there is none has every filled field wrong."""
     score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
-    slot_rows = [section.header_top + (0.12 + k * HEADER_SLOT_IN) * spec.dpi for k in range(len(truth.curves))]
     legend: dict[str, list[str | None]] = {"ink": [c.tone for c in truth.curves],
                                            "weight": legend_weights([c.stroke_px(spec.dpi) for c in truth.curves])}
     for name in LEGEND_HINTS:
@@ -147,8 +146,8 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     score.curves += len(truth.curves)
     found = set()
     for curve in curves:
-        k = int(np.argmin([abs(curve["header_row"] - row) for row in slot_rows])) if slot_rows else -1
-        matched = k >= 0 and abs(curve["header_row"] - slot_rows[k]) <= 0.15 * spec.dpi
+        slot = header_slot(curve["header_row"], section, len(truth.curves), spec.dpi)
+        matched, k = slot is not None, slot or 0
         if matched:
             found.add(k)
         score.curves_extra += not matched

@@ -90,6 +90,25 @@ def _header_block(pen: ImageDraw.ImageDraw, spec: PageSpec, ink: int) -> None:
         pen.text((left + 0.2 * dpi, top + (0.25 + 0.21 * k) * dpi), line, fill=ink, font=face, anchor="lm")
 
 
+def header_line_row(section: SectionSpec, k: int, dpi: int) -> float:
+    """The page row of the middle of curve k's line of text (its name and scale ends) in its section's track
+    headers; its line sample is drawn 0.14 in below."""
+    return section.header_top + (0.12 + k * HEADER_SLOT_IN) * dpi
+
+
+HEADER_SLOT_TOLERANCE_IN = 0.15  # of paper: a line of a track header read this near a curve's is that curve's
+
+
+def header_slot(row: float, section: SectionSpec, count: int, dpi: int) -> int | None:
+    """Which of a track's `count` true curves a line of its header read on page `row` is: the one whose line
+    of text is nearest, within HEADER_SLOT_TOLERANCE_IN; None where none is."""
+    if count == 0:
+        return None
+    off = [abs(row - header_line_row(section, k, dpi)) for k in range(count)]
+    k = int(np.argmin(off))
+    return k if off[k] <= HEADER_SLOT_TOLERANCE_IN * dpi else None
+
+
 def _track_headers(pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpec, ink: int) -> None:
     """Per track and curve: the left scale end, the name and unit, the right end, and a sample of the line."""
     dpi = spec.dpi
@@ -98,7 +117,7 @@ def _track_headers(pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpe
     pad = 0.06 * dpi
     for track in section.tracks:
         for k, curve in enumerate(track.curves):
-            y = section.header_top + (0.12 + k * HEADER_SLOT_IN) * dpi
+            y = header_line_row(section, k, dpi)
             pen.text((track.left + pad, y), _number(curve.left), fill=ink, font=face, anchor="lm")
             pen.text(((track.left + track.right) / 2, y), f"{curve.mnemonic} ({curve.unit})", fill=ink, font=face,
                      anchor="mm")

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from veernet_core.digitise.calibration_scales import CurveScale
-from veernet_core.digitise.section_calibration import SectionCalibration
+from veernet_core.digitise.section_calibration import HINTS, SectionCalibration
 from veernet_core.digitise.section_export import SectionDigitised
-from veernet_core.page_draw import HEADER_SLOT_IN
+from veernet_core.page_draw import header_slot
 from veernet_core.page_spec import CurveSpec, SectionSpec, TrackSpec
 from veernet_core.page_synth import SynthPage
 from veernet_core.synth_truth import legend_weights
@@ -48,9 +48,6 @@ def matched_tracks(proposal: dict[str, Any], page: SynthPage, section: int) -> l
     def off(extent: dict[str, float], track: TrackSpec) -> float:
         return abs(extent["left"] - track.left) + abs(extent["right"] - track.right)
     return [min(range(len(truth)), key=lambda t: off(p["extent"]["value"], truth[t])) for p in found]
-
-
-HINTS = ("style", "ink", "weight")  # a legend's hints: `complete_proposal`'s `hints` says whose they are
 
 
 def complete_proposal(proposal: dict[str, Any], page: SynthPage, section: int, hints: str = "legend") -> dict[str, Any]:
@@ -80,15 +77,14 @@ def complete_proposal(proposal: dict[str, Any], page: SynthPage, section: int, h
 
 def _read_hints(proposed: list[dict[str, Any]], section: SectionSpec, count: int, dpi: int) -> list[dict[str, Any]]:
     """Per true curve of a track (`count`, in its header's order), the hints the analysis read off the line
-    sample under its header line (the proposed curve read within 0.15 in of its slot), as proposed."""
+    sample under its header line (`header_slot`), as proposed."""
     read: list[dict[str, Any]] = [{} for _ in range(count)]
     for curve in proposed:
-        slots = [abs(curve["header_row"] - (section.header_top + (0.12 + k * HEADER_SLOT_IN) * dpi))
-                 for k in range(count)]
-        k = int(np.argmin(slots))
-        if slots[k] <= 0.15 * dpi:
+        k = header_slot(curve["header_row"], section, count, dpi)
+        if k is not None:
             read[k] = {name: curve[name] for name in HINTS if name in curve}
     return read
+
 
 
 def _complete_depth(depth: dict[str, Any], truth: SectionSpec) -> None:

@@ -14,7 +14,7 @@ from veernet_core.digitise.layout.depth import Grid, Label, fit_depth
 from veernet_core.digitise.layout.lines import fit_lattice
 from veernet_core.digitise.layout.ocr import find_tesseract
 from veernet_core.digitise.layout.proposal import to_proposal
-from veernet_core.page_draw import HEADER_SLOT_IN
+from veernet_core.page_draw import header_slot
 from veernet_core.page_spec import PageSpec
 from veernet_core.page_synth import PageOptions, generate_page
 from veernet_core.synth_truth import legend_weights
@@ -143,8 +143,8 @@ def test_legend_inks_and_weights_are_read_off_the_line_samples_and_never_wrong()
             for track, true_track in zip(found["tracks"], truth.tracks, strict=True):
                 legend = legend_weights([c.stroke_px(spec.dpi) for c in true_track.curves])
                 for curve in track["curves"]:
-                    k_true = min(range(len(true_track.curves)), key=lambda j: abs(
-                        curve["header_row"] - (truth.header_top + (0.12 + j * HEADER_SLOT_IN) * spec.dpi)))
+                    k_true = header_slot(curve["header_row"], truth, len(true_track.curves), spec.dpi)
+                    assert k_true is not None, curve
                     ink, weight = curve["ink"]["value"], curve["weight"]["value"]
                     assert ink is None or not spec.scan.bitonal, "an ink read on a 1-bit scan"
                     assert ink in (None, true_track.curves[k_true].tone), curve

@@ -27,7 +27,7 @@ MIN_SECTION_ROWS = 32  # the crop is the model's input width: at least one 32-px
 MIN_TRACK_COLUMNS = 8
 NOMINAL_DPI = 300.0  # pixel scale 1.0 (veernet_core.digitise.rescale)
 PAGE_WIDTH_IN = 8.5  # a page's width when its file states no resolution (as the analysis assumes)
-_HINTS = ("style", "ink", "weight")  # a curve field whose null means "no hint", not "fill me in"
+HINTS = ("style", "ink", "weight")  # a curve field whose null means "no hint", not "fill me in"
 
 
 @dataclass(frozen=True)
@@ -435,7 +435,7 @@ class _Reader:
         for name, value in raw.items():
             if name == "header_row":
                 continue
-            if name in _HINTS and (value["value"] if _is_triple(value) else value) is None:
+            if name in HINTS and (value["value"] if _is_triple(value) else value) is None:
                 continue
             read = self._value(value, f"{where}.{name}", _WHAT.get(name, "its value"))
             nulls |= read is MISSING
