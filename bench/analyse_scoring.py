@@ -15,7 +15,6 @@ import numpy as np
 
 from veernet_core.page_draw import header_slot
 from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
-from veernet_core.synth_truth import legend_weights
 
 TRACK_TOLERANCE_PX = 2.0
 DEPTH_TOLERANCE_IN = 0.02  # of paper: 2 ft at 1 in per 100 ft
@@ -140,7 +139,7 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     there is none has every filled field wrong."""
     score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
     legend: dict[str, list[str | None]] = {"ink": [c.tone for c in truth.curves],
-                                           "weight": legend_weights([c.stroke_px(spec.dpi) for c in truth.curves])}
+                                           "weight": truth.weights(spec.dpi)}
     for name in LEGEND_HINTS:
         score.hints[name][0] += len(truth.curves)
     score.curves += len(truth.curves)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from veernet_core.digitise.layout.scales import DepthScale, scale_named
+from veernet_core.synth_truth import legend_weights
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ class TrackSpec:
     grid: str  # "linear" or "log"
     divisions: int  # linear: number of divisions; log: decades
     curves: tuple[CurveSpec, ...]
+
+    def weights(self, dpi: int) -> list[str | None]:
+        """Per curve, the line weight its legend shows at `dpi` (`synth_truth.legend_weights` of its pens)."""
+        return legend_weights([curve.stroke_px(dpi) for curve in self.curves])
 
     def division_fractions(self) -> list[float]:
         """Where the value grid's lines fall across the track, 0 and 1 (the borders) excluded."""

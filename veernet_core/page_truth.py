@@ -24,7 +24,6 @@ from veernet_core.digitise.section_export import SectionDigitised
 from veernet_core.page_draw import header_slot
 from veernet_core.page_spec import CurveSpec, SectionSpec, TrackSpec
 from veernet_core.page_synth import SynthPage
-from veernet_core.synth_truth import legend_weights
 
 
 def _triple(value: Any) -> dict[str, Any]:
@@ -64,7 +63,7 @@ def complete_proposal(proposal: dict[str, Any], page: SynthPage, section: int, h
     _complete_depth(done["sections"][section]["depth"], spec)
     seen: dict[str, int] = {}
     for track, t in zip(done["sections"][section]["tracks"], matched_tracks(proposal, page, section), strict=True):
-        weights = legend_weights([c.stroke_px(page.spec.dpi) for c in spec.tracks[t].curves])
+        weights = spec.tracks[t].weights(page.spec.dpi)
         read = _read_hints(track["curves"], spec, len(spec.tracks[t].curves), page.spec.dpi)
         track["curves"] = [curve_fields(replace(c, mnemonic=_unique(c.mnemonic, seen)), weight)
                            for c, weight in zip(spec.tracks[t].curves, weights, strict=True)]

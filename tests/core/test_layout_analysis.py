@@ -17,7 +17,6 @@ from veernet_core.digitise.layout.proposal import to_proposal
 from veernet_core.page_draw import header_slot
 from veernet_core.page_spec import PageSpec
 from veernet_core.page_synth import PageOptions, generate_page
-from veernet_core.synth_truth import legend_weights
 
 needs_tesseract = pytest.mark.skipif(find_tesseract() is None, reason="Tesseract is not installed "
                                      "(apt-get install tesseract-ocr tesseract-ocr-eng; make test does)")
@@ -141,7 +140,7 @@ def test_legend_inks_and_weights_are_read_off_the_line_samples_and_never_wrong()
         spec, proposal = _analysed(k)
         for found, truth in zip(proposal["sections"], spec.sections, strict=True):
             for track, true_track in zip(found["tracks"], truth.tracks, strict=True):
-                legend = legend_weights([c.stroke_px(spec.dpi) for c in true_track.curves])
+                legend = true_track.weights(spec.dpi)
                 for curve in track["curves"]:
                     k_true = header_slot(curve["header_row"], truth, len(true_track.curves), spec.dpi)
                     assert k_true is not None, curve
