@@ -63,14 +63,13 @@ def complete_proposal(proposal: dict[str, Any], page: SynthPage, section: int, h
     _complete_depth(done["sections"][section]["depth"], spec)
     seen: dict[str, int] = {}
     for track, t in zip(done["sections"][section]["tracks"], matched_tracks(proposal, page, section), strict=True):
-        weights = spec.tracks[t].weights(page.spec.dpi)
-        read = _read_hints(track["curves"], spec, len(spec.tracks[t].curves), page.spec.dpi)
+        true = spec.tracks[t].curves
+        read = _read_hints(track["curves"], spec, len(true), page.spec.dpi) if hints == "read" else [{}] * len(true)
         track["curves"] = [curve_fields(replace(c, mnemonic=_unique(c.mnemonic, seen)), weight)
-                           for c, weight in zip(spec.tracks[t].curves, weights, strict=True)]
-        if hints != "legend":
-            for k, curve in enumerate(track["curves"]):
-                curve.update({name: read[k].get(name, _triple(None)) if hints == "read" else _triple(None)
-                              for name in HINTS})
+                           for c, weight in zip(true, spec.tracks[t].weights(page.spec.dpi), strict=True)]
+        if hints != "legend":  # the analysis's own readings ("read"), or none ("none": nothing read)
+            for curve, said in zip(track["curves"], read, strict=True):
+                curve.update({name: said.get(name, _triple(None)) for name in HINTS})
     return done
 
 
