@@ -193,12 +193,14 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
     heights = [headers.text_height(crop, page.threshold) for crop in crops]
     sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
                    for blur in (False, True))
+    inks = iter([crop < page.threshold for crop in crops])
     read = []  # per header box: (its curves read and styled, their samples' rows, every sample in it)
     for finding in found:
         for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True):
             if box is None:
                 continue
-            curves = headers.agreed(headers.curves_in(next(sharp), box), headers.curves_in(next(soft), box))
+            ink = next(inks)
+            curves = headers.agreed(headers.curves_in(next(sharp), box, ink), headers.curves_in(next(soft), box, ink))
             log = None if grid is None else grid.scale == "log"
             decades = grid.divisions if grid is not None and log else None
             styles = [_style(page, box, curves, k) for k in range(len(curves))]

@@ -1,0 +1,130 @@
+"""A track header's line of text turned into a curve's fields: the name and unit kept where two readings agree
+whatever Tesseract's confidence in them, scale ends only where Tesseract is sure, brackets read for a unit's
+parentheses, and a scale end's minus sign that Tesseract dropped found on the scan."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from veernet_core.digitise.layout.headers import MIN_CONFIDENCE, NAME_CONFIDENCE, agreed, check_ends, curves_in
+from veernet_core.digitise.layout.labels import TextBox
+from veernet_core.digitise.layout.ocr import Word
+
+BOX = TextBox(top=100, bottom=180, left=50, right=649)  # 600 px wide
+WIDTH, HEIGHT = BOX.right - BOX.left + 1, BOX.bottom - BOX.top + 1
+
+
+def _word(text: str, left: float, confidence: float, width: float | None = None, top: float = 20.0,
+          height: float = 18.0) -> Word:
+    return Word(text, confidence, left, top, width if width is not None else 12.0 * len(text), height, 1)
+
+
+def _line(left: str, name: str, unit: str, right: str, confidences: tuple[float, float, float, float]) -> list[Word]:
+    return [_word(left, 10, confidences[0]), _word(name, 260, confidences[1]), _word(unit, 320, confidences[2]),
+            _word(right, WIDTH - 10 - 12 * len(right), confidences[3])]
+
+
+def test_a_name_and_unit_that_both_readings_agree_on_are_read_however_unsure_tesseract_is() -> None:
+    low = (NAME_CONFIDENCE + MIN_CONFIDENCE) / 2
+    first = curves_in(_line("0.2", "ILD", "(OHMM)", "2000", (0.9, low, low, 0.9)), BOX)
+    second = curves_in(_line("0.2", "ILD", "(OHMM)", "2000", (0.9, low, low, 0.9)), BOX)
+    [curve] = agreed(first, second)
+    assert (curve.mnemonic.value, curve.unit.value, curve.left.value, curve.right.value) == ("ILD", "OHMM", 0.2, 2000.0)
+    assert curve.mnemonic.confidence == low  # the proposal shows how unsure the reading was
+
+    for other in ("LD", "ILM"):  # a name is kept only where both readings say the same, however sure each is
+        assert not agreed(first, curves_in(_line("0.2", other, "(OHMM)", "2000", (0.9, 0.9, 0.9, 0.9)), BOX))
+
+
+def test_words_tesseract_gives_no_confidence_name_nothing_and_unsure_numbers_are_left_empty() -> None:
+    assert curves_in(_line("0.2", "ILD", "(OHMM)", "2000", (0.9, NAME_CONFIDENCE / 2, 0.9, 0.9)), BOX) == []
+    [curve] = curves_in(_line("0.2", "ILD", "(OHMM)", "2000", (MIN_CONFIDENCE - 0.1, 0.9, 0.9, MIN_CONFIDENCE - 0.1)),
+                        BOX)
+    assert curve.mnemonic.value == "ILD" and curve.left.value is None and curve.right.value is None
+
+
+def test_brackets_read_for_a_units_parentheses_and_punctuation_after_a_name_are_read_through() -> None:
+    for unit in ("(OHMM}", "{OHMM)", "[OHMM]"):
+        [curve] = curves_in(_line("0.2", "SFLU,", unit, "2000", (0.9, 0.9, 0.9, 0.9)), BOX)
+        assert (curve.mnemonic.value, curve.unit.value) == ("SFLU", "OHMM")
+    [glued] = curves_in(_line("1.95", "RHOB{G/C3}", "", "2.95", (0.9, 0.9, 0.0, 0.9))[:2], BOX)
+    assert (glued.mnemonic.value, glued.unit.value) == ("RHOB", "G/C3")
+    [unknown] = curves_in(_line("0", "GR", "(APT)", "150", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert unknown.unit.value is None  # not a unit: left for the person, never the nearest one
+
+
+def test_a_misread_scale_end_that_looks_like_a_name_does_not_take_the_names_place() -> None:
+    line = [_word("O02.", 10, 0.53), _word("ILM", 260, 0.86), _word("(OHMM)", 320, 0.86), _word("2000", 540, 0.96)]
+    [curve] = curves_in(line, BOX)
+    assert curve.mnemonic.value == "ILM" and curve.left.value is None and curve.right.value == 2000.0
+
+
+def _printed(text: str, right: int, size: int = 24) -> tuple[np.ndarray, Word]:
+    """A header line's ink with `text` printed right-aligned at column `right`, and the word Tesseract would
+    give for its digits alone (the box of the digits' ink, the sign dropped from its text)."""
+    face = ImageFont.load_default(size=size)
+    image = Image.new("L", (WIDTH, HEIGHT), 255)
+    ImageDraw.Draw(image).text((right, 30), text, fill=0, font=face, anchor="rm")
+    digits = Image.new("L", (WIDTH, HEIGHT), 255)
+    ImageDraw.Draw(digits).text((right, 30), text.lstrip("-"), fill=0, font=face, anchor="rm")
+    ink = np.asarray(image) < 128
+    rows, columns = np.nonzero(np.asarray(digits) < 128)
+    left, top = float(columns.min()), float(rows.min())
+    word = Word(text.lstrip("-"), 0.9, left, top, float(columns.max() + 1) - left, float(rows.max() + 1) - top, 1)
+    return ink, word
+
+
+def _right_end(ink: np.ndarray, end: Word) -> float | None:
+    line = [_word("0.45", 10, 0.9), _word("NPHI", 250, 0.9), _word("(V/V)", 310, 0.9), end]
+    [curve] = curves_in(line, BOX, ink)
+    value = curve.right.value
+    assert value is None or isinstance(value, float)
+    return value
+
+
+def test_a_minus_sign_tesseract_dropped_is_read_off_the_scan() -> None:
+    for size in (16, 24, 40):
+        ink, word = _printed("-0.15", WIDTH - 10, size)
+        assert _right_end(ink, word) == -0.15, size
+        # Tesseract's box may hold the minus it dropped
+        minus = np.flatnonzero(ink[:, :round(word.left)].any(axis=0))
+        wide = Word(word.text, word.confidence, float(minus.min()), word.top, word.left + word.width - minus.min(),
+                    word.height, 1)
+        assert _right_end(ink, wide) == -0.15, size
+        plain, word = _printed("0.15", WIDTH - 10, size)
+        assert _right_end(plain, word) == 0.15, size
+
+
+def test_a_speck_a_dash_of_a_rule_or_a_border_before_a_number_is_no_minus() -> None:
+    ink, word = _printed("0.15", WIDTH - 40, 24)
+    digit = word.width / 4
+    middle = round(word.top + word.height / 2)
+    x = round(word.left - digit / 2)
+    speck = ink.copy()
+    speck[middle - 1:middle + 2, x - 1:x + 2] = True  # as long as thick
+    assert _right_end(speck, word) == 0.15
+    low = ink.copy()
+    low[round(word.top + word.height) - 2:round(word.top + word.height), x - 6:x + 2] = True  # at the digits' foot
+    assert _right_end(low, word) == 0.15
+    border = ink.copy()
+    border[:, x] = True  # a track's border, top to bottom
+    assert _right_end(border, word) == 0.15
+    far = ink.copy()
+    far[middle - 1:middle + 1, x - round(2 * digit) - 6:x - round(2 * digit)] = True  # a dash well before the number
+    assert _right_end(far, word) == 0.15
+    signed, word = _printed("-80", WIDTH - 40, 24)
+    written = Word("-80", 0.9, word.left - digit, word.top, word.width + digit, word.height, 1)
+    assert _right_end(signed, written) == -80.0  # a sign Tesseract read is kept as read
+
+
+def test_scale_ends_that_cannot_be_the_tracks_are_left_empty_not_guessed() -> None:
+    [curve] = curves_in(_line("1", "ILM", "(OHMM)", "40000", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert check_ends(curve, True, 4).left.value is None and check_ends(curve, True, 4).right.value is None
+    [fits] = curves_in(_line("1", "ILM", "(OHMM)", "10000", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert (check_ends(fits, True, 4).left.value, check_ends(fits, True, 4).right.value) == (1.0, 10000.0)
+    assert check_ends(fits, True, 3).right.value is None  # three decades on the grid, four between the ends
+    [equal] = curves_in(_line("20", "SP", "(MV)", "20", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert check_ends(equal, False, None).left.value is None
+    [linear] = curves_in(_line("-80", "SP", "(MV)", "20", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert (check_ends(linear, False, None).left.value, check_ends(linear, False, None).right.value) == (-80.0, 20.0)
