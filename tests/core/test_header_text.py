@@ -128,3 +128,13 @@ def test_scale_ends_that_cannot_be_the_tracks_are_left_empty_not_guessed() -> No
     assert check_ends(equal, False, None).left.value is None
     [linear] = curves_in(_line("-80", "SP", "(MV)", "20", (0.9, 0.9, 0.9, 0.9)), BOX)
     assert (check_ends(linear, False, None).left.value, check_ends(linear, False, None).right.value) == (-80.0, 20.0)
+
+
+def test_a_known_unit_one_reading_has_is_kept_where_the_other_read_none_but_not_where_they_differ() -> None:
+    both = curves_in(_line("6", "CALI", "(IN)", "16", (0.9, 0.9, 0.9, 0.9)), BOX)
+    lost = curves_in(_line("6", "CALI", "(UN)", "16", (0.9, 0.9, 0.9, 0.9)), BOX)  # not a unit: none read
+    assert lost[0].unit.value is None
+    assert agreed(both, lost)[0].unit.value == "IN" and agreed(lost, both)[0].unit.value == "IN"
+    other = curves_in(_line("6", "CALI", "(MM)", "16", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert agreed(both, other)[0].unit.value is None  # two known units: which one is for the person
+    assert agreed(lost, lost)[0].unit.value is None
