@@ -178,14 +178,10 @@ def _minus(ink: np.ndarray, word: Word) -> bool:
     columns = np.flatnonzero(window.any(axis=0))
     if columns.size == 0:
         return False
-    end = columns[0]  # the first mark: its run of inked columns (a minus may stand a column from the digit)
-    for column in columns[1:]:
-        if column - end > 1:
-            break
-        end = column
-    bar = window[:, columns[0]:end + 1]
-    rows = np.flatnonzero(bar.any(axis=1))
-    thick, long = rows[-1] - rows[0] + 1, end - columns[0] + 1
+    # The first mark: its run of inked columns (a minus may stand a column from the digit).
+    mark = np.split(columns, np.flatnonzero(np.diff(columns) > 1) + 1)[0]
+    rows = np.flatnonzero(window[:, mark[0]:mark[-1] + 1].any(axis=1))
+    thick, long = rows[-1] - rows[0] + 1, mark.size
     middle = (rows[0] + rows[-1] + 1) / 2 / (bottom - top)
     return bool(thick <= max(2.0, MINUS_THICK * (bottom - top)) and long >= MINUS_LONG * thick
                 and long <= 1.2 * digit and MINUS_MIDDLE[0] <= middle <= MINUS_MIDDLE[1])
@@ -298,8 +294,8 @@ def line_samples(page_ink: np.ndarray, gray: np.ndarray, paper: int, box: TextBo
     (away from its top and bottom rows, which a skewed border may reach), each measured across."""
     ink = page_ink[box.top:box.bottom + 1, box.left:box.right + 1]
     across = np.flatnonzero(spread(ink) >= RULE_STRETCHES)
-    runs = np.split(across, np.flatnonzero(np.diff(across) > 1) + 1) if across.size else []
-    middles = [int(run[len(run) // 2]) for run in runs if run[0] > 1 and run[-1] < ink.shape[0] - 2]
+    bands = np.split(across, np.flatnonzero(np.diff(across) > 1) + 1) if across.size else []
+    middles = [int(band[len(band) // 2]) for band in bands if band[0] > 1 and band[-1] < ink.shape[0] - 2]
     samples = []
     for k, middle in enumerate(middles):
         lo = max(middle - SAMPLE_REACH, (middles[k - 1] + middle) // 2 + 1 if k else 0)
