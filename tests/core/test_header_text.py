@@ -1,13 +1,21 @@
 """A track header's line of text turned into a curve's fields: the name and unit kept where two readings agree
-whatever Tesseract's confidence in them, scale ends only where Tesseract is sure, brackets read for a unit's
-parentheses, and a scale end's minus sign that Tesseract dropped found on the scan."""
+whatever Tesseract's confidence in them, scale ends where both readings agree and one of them is sure, brackets
+read for a unit's parentheses, a scale end's minus sign that Tesseract dropped found on the scan, and a line
+whose name is unread still giving its scale ends."""
 
 from __future__ import annotations
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from veernet_core.digitise.layout.headers import MIN_CONFIDENCE, NAME_CONFIDENCE, agreed, check_ends, curves_in
+from veernet_core.digitise.layout.headers import (
+    END_CONFIDENCE,
+    MIN_CONFIDENCE,
+    NAME_CONFIDENCE,
+    agreed,
+    check_ends,
+    curves_in,
+)
 from veernet_core.digitise.layout.labels import TextBox
 from veernet_core.digitise.layout.ocr import Word
 
@@ -34,14 +42,52 @@ def test_a_name_and_unit_that_both_readings_agree_on_are_read_however_unsure_tes
     assert curve.mnemonic.confidence == low  # the proposal shows how unsure the reading was
 
     for other in ("LD", "ILM"):  # a name is kept only where both readings say the same, however sure each is
-        assert not agreed(first, curves_in(_line("0.2", other, "(OHMM)", "2000", (0.9, 0.9, 0.9, 0.9)), BOX))
+        [curve] = agreed(first, curves_in(_line("0.2", other, "(OHMM)", "2000", (0.9, 0.9, 0.9, 0.9)), BOX))
+        # the line is still a curve, its name and the name's unit left for the person, its scale ends read
+        assert (curve.mnemonic.value, curve.unit.value, curve.left.value, curve.right.value) == (None, None, 0.2, 2000.0)
 
 
 def test_words_tesseract_gives_no_confidence_name_nothing_and_unsure_numbers_are_left_empty() -> None:
-    assert curves_in(_line("0.2", "ILD", "(OHMM)", "2000", (0.9, NAME_CONFIDENCE / 2, 0.9, 0.9)), BOX) == []
-    [curve] = curves_in(_line("0.2", "ILD", "(OHMM)", "2000", (MIN_CONFIDENCE - 0.1, 0.9, 0.9, MIN_CONFIDENCE - 0.1)),
-                        BOX)
+    assert curves_in(_line("GR", "(API)", "", "", (NAME_CONFIDENCE / 2, 0.9, 0.0, 0.0))[:2], BOX) == []
+    [named] = curves_in(_line("0.2", "ILD", "(OHMM)", "2000", (0.9, NAME_CONFIDENCE / 2, 0.9, 0.9)), BOX)
+    assert named.mnemonic.value is None and named.left.value == 0.2  # a line with scale ends but no name read
+    unsure = (END_CONFIDENCE - 0.05, 0.9, 0.9, END_CONFIDENCE - 0.05)
+    [curve] = curves_in(_line("0.2", "ILD", "(OHMM)", "2000", unsure), BOX)
     assert curve.mnemonic.value == "ILD" and curve.left.value is None and curve.right.value is None
+
+
+def test_a_scale_end_is_kept_where_both_readings_agree_and_one_of_them_is_sure() -> None:
+    doubt = (MIN_CONFIDENCE + END_CONFIDENCE) / 2
+    sure = curves_in(_line("0", "GR", "(API)", "150", (0.9, 0.9, 0.9, 0.9)), BOX)
+    unsure = curves_in(_line("0", "GR", "(API)", "150", (doubt, 0.9, 0.9, doubt)), BOX)
+    assert (unsure[0].left.value, unsure[0].right.value) == (0.0, 150.0)  # a reading keeps what it may agree on
+    for first, second in ((sure, unsure), (unsure, sure)):
+        [curve] = agreed(first, second)
+        assert (curve.left.value, curve.right.value) == (0.0, 150.0)
+    [neither] = agreed(unsure, unsure)  # neither reading is sure
+    assert (neither.mnemonic.value, neither.left.value, neither.right.value) == ("GR", None, None)
+    other = curves_in(_line("8", "GR", "(API)", "158", (0.9, 0.9, 0.9, 0.9)), BOX)
+    [differ] = agreed(sure, other)  # both sure, but of different numbers
+    assert (differ.left.value, differ.right.value) == (None, None)
+
+
+def test_a_line_whose_name_neither_reading_has_is_a_curve_where_they_agree_on_a_scale_end() -> None:
+    smudged = curves_in(_line("6", "cAL1", "(1N)", "16", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert [(c.mnemonic.value, c.left.value, c.right.value) for c in smudged] == [(None, 6.0, 16.0)]
+    [curve] = agreed(smudged, smudged)
+    assert (curve.mnemonic.value, curve.unit.value, curve.left.value, curve.right.value) == (None, None, 6.0, 16.0)
+    assert agreed(smudged, curves_in(_line("8", "cAL1", "(1N)", "18", (0.9, 0.9, 0.9, 0.9)), BOX)) == []
+    assert curves_in(_line("X", "cAL1", "(1N)", "Y", (0.9, 0.9, 0.9, 0.9)), BOX) == []  # no name, no number
+
+
+def test_marks_tesseract_hangs_on_a_scale_end_are_read_through_and_a_decimal_comma_is_a_point() -> None:
+    for left, right, ends in (("\u20180", "150.", (0.0, 150.0)), ('"6,', "16\u00b0", (6.0, 16.0)),
+                              ("1.95.", "2.95:", (1.95, 2.95)), ("2", "20000-", (2.0, 20000.0)),
+                              ("0,2", "2000", (0.2, 2000.0)), ("-0,15", "0,45", (-0.15, 0.45))):
+        [curve] = curves_in(_line(left, "ILD", "(OHMM)", right, (0.9, 0.9, 0.9, 0.9)), BOX)
+        assert (curve.left.value, curve.right.value) == ends, (left, right)
+    [thousands] = curves_in(_line("0", "GR", "(API)", "1,000", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert thousands.right.value is None  # not read as 1.0
 
 
 def test_brackets_read_for_a_units_parentheses_and_punctuation_after_a_name_are_read_through() -> None:
@@ -128,6 +174,20 @@ def test_scale_ends_that_cannot_be_the_tracks_are_left_empty_not_guessed() -> No
     assert check_ends(equal, False, None).left.value is None
     [linear] = curves_in(_line("-80", "SP", "(MV)", "20", (0.9, 0.9, 0.9, 0.9)), BOX)
     assert (check_ends(linear, False, None).left.value, check_ends(linear, False, None).right.value) == (-80.0, 20.0)
+
+
+def test_a_linear_tracks_ends_over_an_uncommon_span_are_left_empty() -> None:
+    for left, right in (("0", "150"), ("0.45", "-0.15"), ("1.95", "2.95"), ("140", "40"), ("6", "16"),
+                        ("0", "120"), ("-160", "40"), ("0", "0.25")):
+        [curve] = curves_in(_line(left, "XX", "(API)", right, (0.9, 0.9, 0.9, 0.9)), BOX)
+        checked = check_ends(curve, False, 10)
+        assert (checked.left.value, checked.right.value) == (float(left), float(right)), (left, right)
+    for left, right in (("-88", "20"), ("0", "158"), ("0.45", "-9.15"), ("9", "150"), ("0", "26")):
+        [curve] = curves_in(_line(left, "XX", "(API)", right, (0.9, 0.9, 0.9, 0.9)), BOX)
+        checked = check_ends(curve, False, 10)  # a digit misread: which one is for the person
+        assert (checked.left.value, checked.right.value) == (None, None), (left, right)
+    [one] = curves_in(_line("0", "GR", "(API)", "", (0.9, 0.9, 0.9, 0.0))[:3], BOX)
+    assert check_ends(one, False, 10).left.value == 0.0  # a lone end has nothing to be checked against
 
 
 def test_a_known_unit_one_reading_has_is_kept_where_the_other_read_none_but_not_where_they_differ() -> None:

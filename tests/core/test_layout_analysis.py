@@ -109,8 +109,9 @@ def test_curve_names_are_mostly_read_and_rarely_wrong() -> None:
 @needs_tesseract
 def test_every_curve_of_a_header_is_proposed_and_one_whose_name_went_unread_is_left_to_name() -> None:
     """A legend draws one line sample per curve: each sample under no read name is a curve too, with no name,
-    unit, scale ends or style (for the person to supply) and a message saying so."""
-    tracks = complete = unread = 0
+    unit or style (for the person to supply) and a message saying so; its scale ends where both readings of its
+    line agree on them, and then right."""
+    tracks = complete = unread = ends = 0
     for k in range(len(PAGES)):
         spec, proposal = _analysed(k)
         for found, truth in zip(proposal["sections"], spec.sections, strict=True):
@@ -123,11 +124,18 @@ def test_every_curve_of_a_header_is_proposed_and_one_whose_name_went_unread_is_l
                 for curve in track["curves"]:
                     if curve["mnemonic"]["value"] is None:
                         unread += 1
-                        assert all(curve[f]["value"] is None for f in ("unit", "left", "right", "style"))
+                        assert all(curve[f]["value"] is None for f in ("unit", "style"))
+                        k_true = header_slot(curve["header_row"], truth, len(true_track.curves), spec.dpi)
+                        for side in ("left", "right"):
+                            if curve[side]["value"] is not None:
+                                ends += 1
+                                assert k_true is not None
+                                assert curve[side]["value"] == getattr(true_track.curves[k_true], side)
         if any(c["mnemonic"]["value"] is None for s in proposal["sections"] for t in s["tracks"] for c in t["curves"]):
             said = proposal["messages"]
             assert any("names could not be read" in m and "supply each one's mnemonic" in m for m in said)
     assert complete >= 0.9 * tracks and unread >= 1, f"{complete} of {tracks} tracks complete, {unread} unread"
+    assert ends >= 1, "no scale end read on a line whose name went unread"
 
 
 @needs_tesseract

@@ -204,7 +204,9 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             log = None if grid is None else grid.scale == "log"
             decades = grid.divisions if grid is not None and log else None
             styles = [_style(page, box, curves, k) for k in range(len(curves))]
-            styled = [replace(headers.check_ends(c, log, decades), style=style)
+            # An unnamed line's sample is too often misread to propose its style (`headers.with_unread`).
+            styled = [replace(headers.check_ends(c, log, decades),
+                              style=style if c.mnemonic.value is not None else headers.Reading(None, 0.0))
                       for c, (style, _) in zip(curves, styles, strict=True)]
             read.append((styled, [row for _, row in styles],
                          headers.line_samples(page.ink, page.gray, page.paper, box)))

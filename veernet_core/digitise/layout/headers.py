@@ -34,6 +34,10 @@ KNOWN_UNITS = frozenset((
     "UR/H", "PERCENT",
 ))
 MIN_CONFIDENCE = 0.6  # a scale end's: a digit misread is a plausible number, which nothing else checks
+# A scale end is proposed where both readings read the same number, one of them at MIN_CONFIDENCE or more and
+# the other at END_CONFIDENCE or more: Tesseract is often unsure of a lone "0".
+END_CONFIDENCE = 0.3
+DECIMAL_COMMA = re.compile(r"^[-+]?\d+,\d{1,2}$")
 # A name's and a unit's: only words Tesseract gives no confidence at all. Both must also be read the same by a
 # second, differently prepared reading (`agreed`), which is what keeps misreadings out. Tesseract's confidence
 # in them tells little more: on 827 curves of generated pages (seeds 20261124 and 777), names both readings
@@ -42,6 +46,10 @@ NAME_CONFIDENCE = 0.05
 # Brackets Tesseract reads for a unit's parentheses, and punctuation it hangs on a name's end ("SFLU,").
 BRACKETS = str.maketrans("{[]}", "(())")
 TRAILING = ".,;:_"
+# What Tesseract hangs on a scale end that no number is printed with: a quote before it ("\u2018150"), a point,
+# comma, colon, degree sign or the start of the line sample after it ("1.95.", "10\u00b0", "20000-").
+NUMBER_LEADING = "'\"`\u2018\u2019\u201c\u201d"
+NUMBER_TRAILING = TRAILING + "-\u00b0"
 
 
 @dataclass(frozen=True)
@@ -118,25 +126,40 @@ def curves_in(words: list[Word], box: TextBox, ink: np.ndarray | None = None) ->
 
 
 def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None) -> CurveHeader | None:
+    """A line's curve: its name, unit and scale ends. A line whose name is unread but that has a scale end is a
+    curve too (its name left for the person): `agreed` keeps it where both readings read the same end."""
     width = box.right - box.left + 1
-    sure = [w for w in line if w.confidence >= MIN_CONFIDENCE]
-    left = sure[0] if sure and NUMBER.match(sure[0].text) and _centre(sure[0]) < 0.35 * width else None
-    right = sure[-1] if sure and NUMBER.match(sure[-1].text) and _centre(sure[-1]) > 0.65 * width \
-        and sure[-1] is not left else None
+    ends = [w for w in line if w.confidence >= END_CONFIDENCE]
+    left = right = None
+    if ends and NUMBER.match(_number_text(ends[0].text)) and _centre(ends[0]) < 0.35 * width:
+        left = ends[0]
+    if ends and ends[-1] is not left and NUMBER.match(_number_text(ends[-1].text)) and _centre(ends[-1]) > 0.65 * width:
+        right = ends[-1]
     names = [replace(w, text=w.text.translate(BRACKETS).rstrip(TRAILING)) for w in line
              if w is not left and w is not right]
     # The surest word that can be a name: a misread scale end beside it ("O02." for "0.2") can look like one.
     mnemonic = max((w for w in names if NAME.match(w.text.split("(")[0])), key=lambda w: w.confidence, default=None)
+    row = box.top + float(np.mean([w.top + w.height / 2 for w in line]))
+    height = float(np.median([w.height for w in line]))
     if mnemonic is None:
-        return None
+        if left is None and right is None:
+            return None
+        return CurveHeader(Reading(None, 0.0), Reading(None, 0.0), _number(left, ink), _number(right, ink),
+                           Reading(None, 0.0), row, height)
     name, _, glued = mnemonic.text.partition("(")  # "GR(API)": Tesseract may keep the unit on the name
     unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
     unit_text = (glued if glued else unit.text[1:] if unit else "").rstrip(")")
     known = UNIT.match(unit_text) and unit_text in KNOWN_UNITS
     unit_reading = Reading(unit_text, (unit or mnemonic).confidence) if known else Reading(None, 0.0)
-    row = box.top + float(np.mean([w.top + w.height / 2 for w in line]))
     return CurveHeader(Reading(name, mnemonic.confidence), unit_reading, _number(left, ink), _number(right, ink),
-                       Reading(None, 0.0), row, float(np.median([w.height for w in line])))
+                       Reading(None, 0.0), row, height)
+
+
+def _number_text(text: str) -> str:
+    """A line's first or last word as the number it may be: without the marks Tesseract hangs on one, and a
+    decimal comma read as the point ("0,2"; a comma before three digits is a thousands separator, left)."""
+    stripped = text.lstrip(NUMBER_LEADING).rstrip(NUMBER_TRAILING) or text
+    return stripped.replace(",", ".") if DECIMAL_COMMA.match(stripped) else stripped
 
 
 def _centre(word: Word) -> float:
@@ -146,11 +169,12 @@ def _centre(word: Word) -> float:
 def _number(word: Word | None, ink: np.ndarray | None) -> Reading:
     if word is None:
         return Reading(None, 0.0)
+    text = _number_text(word.text)
     try:
-        value = float(word.text)
+        value = float(text)
     except ValueError:
         return Reading(None, 0.0)
-    signed = word.text.startswith(("-", "+")) or ink is None or not _minus(ink, word)
+    signed = text.startswith(("-", "+")) or ink is None or not _minus(ink, word)
     return Reading(value if signed else -value, word.confidence)
 
 
@@ -187,10 +211,18 @@ def _minus(ink: np.ndarray, word: Word) -> bool:
                 and long <= 1.2 * digit and MINUS_MIDDLE[0] <= middle <= MINUS_MIDDLE[1])
 
 
+# The spans a linear track's scale is printed over, as a leading figure times a power of ten: 0-150 API, -80-20 mV,
+# 6-16 in, 0.45 to -0.15 v/v, 1.95-2.95 g/cm3, 140-40 us/ft. A pair of ends read over any other span has a digit
+# misread ("-88" for "-80", "158" for "150", "-9.15" for "-0.15"), or is a scale printed over an uncommon span;
+# either way it is the person's to read off the scan.
+LINEAR_SPANS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+
+
 def check_ends(curve: CurveHeader, log_grid: bool | None, decades: int | None) -> CurveHeader:
     """Leave both ends empty where they cannot be the track's: equal ends, non-positive ends on a logarithmic
-    grid, or ends a different number of decades apart than the grid has. One of them is misread ("40000" for
-    "10000"), and which one the person reads best off the scan."""
+    grid, ends a different number of decades apart than the grid has, or on a linear grid ends whose span is
+    not one of LINEAR_SPANS. One of them is misread ("40000" for "10000"), and which one the person reads best
+    off the scan."""
     left, right = curve.left.value, curve.right.value
     if not isinstance(left, float) or not isinstance(right, float):
         return curve
@@ -198,9 +230,17 @@ def check_ends(curve: CurveHeader, log_grid: bool | None, decades: int | None) -
     if log_grid and fits:
         fits = left > 0 and right > 0 and (decades is None or
                                            abs(abs(math.log10(right / left)) - decades) < 0.05)
+    elif log_grid is False and fits:
+        fits = _common_span(abs(right - left))
     if fits:
         return curve
     return replace(curve, left=Reading(None, 0.0), right=Reading(None, 0.0))
+
+
+def _common_span(span: float) -> bool:
+    leading = span / 10 ** math.floor(math.log10(span))
+    return any(math.isclose(leading, common, rel_tol=1e-6) or math.isclose(leading, common * 10, rel_tol=1e-6)
+               for common in LINEAR_SPANS)
 
 
 def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float) -> tuple[Reading, int | None]:
@@ -375,16 +415,23 @@ def agreed(first: list[CurveHeader], second: list[CurveHeader]) -> list[CurveHea
     curves, against 73.7 and 74.0 % where both readings had to agree, with none wrong either way."""
     def same(a: Reading, b: Reading) -> Reading:
         return a if a.value is not None and a.value == b.value else Reading(None, 0.0)
+
+    def same_end(a: Reading, b: Reading) -> Reading:
+        return same(a, b) if max(a.confidence, b.confidence) >= MIN_CONFIDENCE else Reading(None, 0.0)
     kept = []
     for curve in first:
         twin = min(second, key=lambda c: abs(c.row - curve.row), default=None)
         if twin is None or abs(twin.row - curve.row) > curve.height / 2:
             continue
         mnemonic = same(curve.mnemonic, twin.mnemonic)
+        left, right = same_end(curve.left, twin.left), same_end(curve.right, twin.right)
         if mnemonic.value is None:
+            # A line whose name the readings do not agree on is a curve with its name left for the person
+            # where they agree on a scale end; its unit is the name's and is left with it.
+            if left.value is not None or right.value is not None:
+                kept.append(replace(curve, mnemonic=mnemonic, unit=Reading(None, 0.0), left=left, right=right))
             continue
         unit = curve.unit if twin.unit.value is None else twin.unit if curve.unit.value is None else \
             same(curve.unit, twin.unit)
-        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=same(curve.left, twin.left),
-                            right=same(curve.right, twin.right)))
+        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right))
     return kept
