@@ -44,7 +44,8 @@ def test_a_name_and_unit_that_both_readings_agree_on_are_read_however_unsure_tes
     for other in ("LD", "ILM"):  # a name is kept only where both readings say the same, however sure each is
         [curve] = agreed(first, curves_in(_line("0.2", other, "(OHMM)", "2000", (0.9, 0.9, 0.9, 0.9)), BOX))
         # the line is still a curve, its name and the name's unit left for the person, its scale ends read
-        assert (curve.mnemonic.value, curve.unit.value, curve.left.value, curve.right.value) == (None, None, 0.2, 2000.0)
+        assert (curve.mnemonic.value, curve.unit.value) == (None, None)
+        assert (curve.left.value, curve.right.value) == (0.2, 2000.0)
 
 
 def test_words_tesseract_gives_no_confidence_name_nothing_and_unsure_numbers_are_left_empty() -> None:
@@ -198,3 +199,36 @@ def test_a_known_unit_one_reading_has_is_kept_where_the_other_read_none_but_not_
     other = curves_in(_line("6", "CALI", "(MM)", "16", (0.9, 0.9, 0.9, 0.9)), BOX)
     assert agreed(both, other)[0].unit.value is None  # two known units: which one is for the person
     assert agreed(lost, lost)[0].unit.value is None
+
+
+def test_where_the_readings_differ_on_an_end_the_one_the_other_end_fits_is_kept_if_only_one_does() -> None:
+    def ends(first: tuple[str, str, float, float], second: tuple[str, str, float, float], log: bool | None,
+             decades: int | None) -> tuple[object, object]:
+        a = curves_in(_line(first[0], "DT", "(US/F)", first[1], (first[2], 0.9, 0.9, first[3])), BOX)
+        b = curves_in(_line(second[0], "DT", "(US/F)", second[1], (second[2], 0.9, 0.9, second[3])), BOX)
+        [curve] = agreed(a, b, log, decades)
+        return curve.left.value, curve.right.value
+
+    assert ends(("1400", "40", 0.9, 0.9), ("140", "40", 0.9, 0.9), False, 10) == (140.0, 40.0)
+    assert ends(("140", "40", 0.9, 0.9), ("1400", "40", 0.9, 0.9), False, 10) == (140.0, 40.0)
+    assert ends(("0.2", "2000", 0.9, 0.9), ("2", "2000", 0.9, 0.9), True, 4) == (0.2, 2000.0)  # decades
+    assert ends(("1", "10060", 0.9, 0.9), ("1", "10000", 0.9, 0.9), True, 4) == (1.0, 10000.0)
+    # both fit ("9" or "0" before "10"): the end is the person's, the one both read is kept
+    assert ends(("9", "10", 0.9, 0.9), ("0", "10", 0.4, 0.9), False, 10) == (None, 10.0)
+    # the only one that fits is unsure, or none fits: one of the line's numbers is misread, both are left
+    assert ends(("6", "158", 0.9, 0.9), ("8", "158", 0.4, 0.9), False, 10) == (None, None)
+    assert ends(("7", "158", 0.9, 0.9), ("6", "158", 0.9, 0.9), False, 10) == (None, None)
+    assert ends(("1400", "40", 0.9, 0.9), ("140", "40", 0.9, 0.9), None, None) == (None, 40.0)  # no grid to fit
+
+
+def test_a_minus_read_as_a_word_of_its_own_just_before_a_scale_end_is_its_sign() -> None:
+    def right_end(words: list[Word]) -> object:
+        [curve] = curves_in([_word("0.45", 10, 0.9), _word("NPHI", 250, 0.9), _word("(V/V)", 310, 0.9), *words], BOX)
+        return curve.right.value
+
+    number = _word("0.15", 540, 0.9)  # four digits' width 48: a digit 12 px
+    assert right_end([_word("-", 526, 0.4, width=8), number]) == -0.15
+    assert right_end([_word("\u2014", 528, 0.4, width=8), number]) == -0.15
+    assert right_end([_word("-", 500, 0.4, width=8), number]) == 0.15  # 32 px before it: part of something else
+    assert right_end([_word("-", 526, 0.4, width=8, top=60.0), number]) == 0.15  # on another row
+    assert right_end([number]) == 0.15

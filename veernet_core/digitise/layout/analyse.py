@@ -200,13 +200,13 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             if box is None:
                 continue
             ink = next(inks)
-            curves = headers.agreed(headers.curves_in(next(sharp), box, ink), headers.curves_in(next(soft), box, ink))
             log = None if grid is None else grid.scale == "log"
             decades = grid.divisions if grid is not None and log else None
+            curves = headers.agreed(headers.curves_in(next(sharp), box, ink), headers.curves_in(next(soft), box, ink),
+                                    log, decades)
             styles = [_style(page, box, curves, k) for k in range(len(curves))]
             # An unnamed line's sample is too often misread to propose its style (`headers.with_unread`).
-            styled = [replace(headers.check_ends(c, log, decades),
-                              style=style if c.mnemonic.value is not None else headers.Reading(None, 0.0))
+            styled = [replace(c, style=style if c.mnemonic.value is not None else headers.Reading(None, 0.0))
                       for c, (style, _) in zip(curves, styles, strict=True)]
             read.append((styled, [row for _, row in styles],
                          headers.line_samples(page.ink, page.gray, page.paper, box)))

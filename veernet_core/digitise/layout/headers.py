@@ -50,6 +50,7 @@ TRAILING = ".,;:_"
 # comma, colon, degree sign or the start of the line sample after it ("1.95.", "10\u00b0", "20000-").
 NUMBER_LEADING = "'\"`\u2018\u2019\u201c\u201d"
 NUMBER_TRAILING = TRAILING + "-\u00b0"
+DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"  # a minus as Tesseract may read it
 
 
 @dataclass(frozen=True)
@@ -114,20 +115,24 @@ def curves_in(words: list[Word], box: TextBox, ink: np.ndarray | None = None) ->
     not read is left empty, never guessed. With the box's `ink` (in the words' pixels), a scale end read
     without its sign is negative where a minus is printed before it (`_minus`)."""
     lines: dict[int, list[Word]] = {}
+    dashes: dict[int, list[Word]] = {}
     for word in words:
         if word.confidence >= NAME_CONFIDENCE and any(ch.isalnum() for ch in word.text):
             lines.setdefault(word.line, []).append(word)
+        elif word.text.strip(DASHES) == "":
+            dashes.setdefault(word.line, []).append(word)
     curves = []
-    for line in sorted(lines.values(), key=lambda ws: min(w.top for w in ws)):
-        curve = _curve(sorted(line, key=lambda w: w.left), box, ink)
+    for key, line in sorted(lines.items(), key=lambda item: min(w.top for w in item[1])):
+        curve = _curve(sorted(line, key=lambda w: w.left), box, ink, dashes.get(key, []))
         if curve is not None:
             curves.append(curve)
     return curves
 
 
-def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None) -> CurveHeader | None:
+def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[Word]) -> CurveHeader | None:
     """A line's curve: its name, unit and scale ends. A line whose name is unread but that has a scale end is a
-    curve too (its name left for the person): `agreed` keeps it where both readings read the same end."""
+    curve too (its name left for the person): `agreed` keeps it where both readings read the same end. `dashes`:
+    the line's words that are a dash alone, one of which may be a scale end's minus read apart from it."""
     width = box.right - box.left + 1
     ends = [w for w in line if w.confidence >= END_CONFIDENCE]
     left = right = None
@@ -144,15 +149,15 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None) -> CurveHeade
     if mnemonic is None:
         if left is None and right is None:
             return None
-        return CurveHeader(Reading(None, 0.0), Reading(None, 0.0), _number(left, ink), _number(right, ink),
-                           Reading(None, 0.0), row, height)
+        return CurveHeader(Reading(None, 0.0), Reading(None, 0.0), _number(left, ink, dashes),
+                           _number(right, ink, dashes), Reading(None, 0.0), row, height)
     name, _, glued = mnemonic.text.partition("(")  # "GR(API)": Tesseract may keep the unit on the name
     unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
     unit_text = (glued if glued else unit.text[1:] if unit else "").rstrip(")")
     known = UNIT.match(unit_text) and unit_text in KNOWN_UNITS
     unit_reading = Reading(unit_text, (unit or mnemonic).confidence) if known else Reading(None, 0.0)
-    return CurveHeader(Reading(name, mnemonic.confidence), unit_reading, _number(left, ink), _number(right, ink),
-                       Reading(None, 0.0), row, height)
+    return CurveHeader(Reading(name, mnemonic.confidence), unit_reading, _number(left, ink, dashes),
+                       _number(right, ink, dashes), Reading(None, 0.0), row, height)
 
 
 def _number_text(text: str) -> str:
@@ -166,7 +171,9 @@ def _centre(word: Word) -> float:
     return word.left + word.width / 2
 
 
-def _number(word: Word | None, ink: np.ndarray | None) -> Reading:
+def _number(word: Word | None, ink: np.ndarray | None, dashes: list[Word]) -> Reading:
+    """A scale end's value: negative where Tesseract read its minus, read it as a word of its own just before it,
+    or dropped it and the scan shows one (`_minus`)."""
     if word is None:
         return Reading(None, 0.0)
     text = _number_text(word.text)
@@ -174,8 +181,14 @@ def _number(word: Word | None, ink: np.ndarray | None) -> Reading:
         value = float(text)
     except ValueError:
         return Reading(None, 0.0)
-    signed = text.startswith(("-", "+")) or ink is None or not _minus(ink, word)
-    return Reading(value if signed else -value, word.confidence)
+    if text.startswith(("-", "+")):
+        return Reading(value, word.confidence)
+    digit = word.width / max(len(word.text), 1)
+    middle = word.top + word.height / 2
+    apart = any(0 <= word.left - (dash.left + dash.width) <= MINUS_GAP * digit
+                and dash.top <= middle <= dash.top + max(dash.height, word.height) for dash in dashes)
+    negative = apart or (ink is not None and _minus(ink, word))
+    return Reading(-value if negative else value, word.confidence)
 
 
 # A minus sign as fonts print it: a bar under MINUS_THICK of the digits' height thick and at least MINUS_LONG times
@@ -219,22 +232,22 @@ LINEAR_SPANS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
 
 
 def check_ends(curve: CurveHeader, log_grid: bool | None, decades: int | None) -> CurveHeader:
-    """Leave both ends empty where they cannot be the track's: equal ends, non-positive ends on a logarithmic
-    grid, ends a different number of decades apart than the grid has, or on a linear grid ends whose span is
-    not one of LINEAR_SPANS. One of them is misread ("40000" for "10000"), and which one the person reads best
-    off the scan."""
+    """Leave both ends empty where they cannot be the track's (`ends_fit`). One of them is misread ("40000" for
+    "10000"), and which one the person reads best off the scan."""
     left, right = curve.left.value, curve.right.value
-    if not isinstance(left, float) or not isinstance(right, float):
-        return curve
-    fits = left != right
-    if log_grid and fits:
-        fits = left > 0 and right > 0 and (decades is None or
-                                           abs(abs(math.log10(right / left)) - decades) < 0.05)
-    elif log_grid is False and fits:
-        fits = _common_span(abs(right - left))
-    if fits:
+    if not isinstance(left, float) or not isinstance(right, float) or ends_fit(left, right, log_grid, decades):
         return curve
     return replace(curve, left=Reading(None, 0.0), right=Reading(None, 0.0))
+
+
+def ends_fit(left: float, right: float, log_grid: bool | None, decades: int | None) -> bool:
+    """Whether two scale ends can be a track's: unequal; on a logarithmic grid positive and as many decades
+    apart as the grid has; on a linear grid over one of LINEAR_SPANS."""
+    if left == right:
+        return False
+    if log_grid:
+        return left > 0 and right > 0 and (decades is None or abs(abs(math.log10(right / left)) - decades) < 1e-3)
+    return log_grid is None or _common_span(abs(right - left))
 
 
 def _common_span(span: float) -> bool:
@@ -406,25 +419,24 @@ def _sure(margin: float) -> float:
     return round(min(1.0, 0.5 + 2.5 * margin), 2)
 
 
-def agreed(first: list[CurveHeader], second: list[CurveHeader]) -> list[CurveHeader]:
+def agreed(first: list[CurveHeader], second: list[CurveHeader], log_grid: bool | None = None,
+           decades: int | None = None) -> list[CurveHeader]:
     """The curves of a first reading, each field kept only where a second reading of the same line (within
     half a text height) says the same: Tesseract's confidence alone lets too many misreadings through. A unit
     is also kept where one reading has it and the other none: a unit is proposed only from the list of known
     units (KNOWN_UNITS), which keeps misreadings out as well, and the two readings agree on the name. On
     generated pages (bench/analyse_eval.py, seeds 20261124 and 777) this read units for 83.1 and 82.0 % of the
-    curves, against 73.7 and 74.0 % where both readings had to agree, with none wrong either way."""
+    curves, against 73.7 and 74.0 % where both readings had to agree, with none wrong either way. Scale ends
+    are the track's (`_agreed_ends`, with the track's value grid: `log_grid`, `decades`)."""
     def same(a: Reading, b: Reading) -> Reading:
         return a if a.value is not None and a.value == b.value else Reading(None, 0.0)
-
-    def same_end(a: Reading, b: Reading) -> Reading:
-        return same(a, b) if max(a.confidence, b.confidence) >= MIN_CONFIDENCE else Reading(None, 0.0)
     kept = []
     for curve in first:
         twin = min(second, key=lambda c: abs(c.row - curve.row), default=None)
         if twin is None or abs(twin.row - curve.row) > curve.height / 2:
             continue
         mnemonic = same(curve.mnemonic, twin.mnemonic)
-        left, right = same_end(curve.left, twin.left), same_end(curve.right, twin.right)
+        left, right = _agreed_ends(curve, twin, log_grid, decades)
         if mnemonic.value is None:
             # A line whose name the readings do not agree on is a curve with its name left for the person
             # where they agree on a scale end; its unit is the name's and is left with it.
@@ -435,3 +447,34 @@ def agreed(first: list[CurveHeader], second: list[CurveHeader]) -> list[CurveHea
             same(curve.unit, twin.unit)
         kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right))
     return kept
+
+
+def _agreed_ends(first: CurveHeader, second: CurveHeader, log_grid: bool | None,
+                 decades: int | None) -> tuple[Reading, Reading]:
+    """A line's scale ends from its two readings: an end both read alike, one of them at MIN_CONFIDENCE or more.
+    Where they read an end differently, the one of the two that the other end fits (`ends_fit`) where only one
+    does, read at MIN_CONFIDENCE or more ("1400" or "140" before "40" on a linear grid); where both do, the end
+    is left empty, and where neither does or the one that does is unsure, the other end too (one of the line's
+    numbers is misread). Ends that cannot be the track's are left empty (`check_ends`)."""
+    empty = Reading(None, 0.0)
+
+    def choices(a: Reading, b: Reading) -> tuple[list[Reading], bool]:
+        """The end's candidates, and whether the readings differ on it."""
+        if a.value is None or b.value is None:
+            return [empty], False
+        if a.value == b.value:
+            return [a if max(a.confidence, b.confidence) >= MIN_CONFIDENCE else empty], False
+        return [a, b], True
+    lefts, left_differs = choices(first.left, second.left)
+    rights, right_differs = choices(first.right, second.right)
+    if left_differs or right_differs:
+        fitting = [(left, right) for left in lefts for right in rights
+                   if isinstance(left.value, float) and isinstance(right.value, float)
+                   and ends_fit(left.value, right.value, log_grid, decades)]
+        if len(fitting) > 1:
+            return (empty if left_differs else lefts[0]), (empty if right_differs else rights[0])
+        sure = fitting and all(end.confidence >= MIN_CONFIDENCE for end, differs in zip(
+            fitting[0], (left_differs, right_differs), strict=True) if differs)
+        return fitting[0] if sure else (empty, empty)
+    checked = check_ends(replace(first, left=lefts[0], right=rights[0]), log_grid, decades)
+    return checked.left, checked.right
