@@ -89,6 +89,11 @@ def test_marks_tesseract_hangs_on_a_scale_end_are_read_through_and_a_decimal_com
         assert (curve.left.value, curve.right.value) == ends, (left, right)
     [thousands] = curves_in(_line("0", "GR", "(API)", "1,000", (0.9, 0.9, 0.9, 0.9)), BOX)
     assert thousands.right.value is None  # not read as 1.0
+    for zero in ("O", "o", "Q", "Oo", "oO"):  # a lone zero read as a letter
+        [curve] = curves_in(_line(zero, "GR", "(API)", "150", (0.9, 0.9, 0.9, 0.9)), BOX)
+        assert (curve.mnemonic.value, curve.left.value, curve.right.value) == ("GR", 0.0, 150.0), zero
+    [letters] = curves_in(_line("Oa", "GR", "(API)", "150", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert letters.left.value is None
 
 
 def test_brackets_read_for_a_units_parentheses_and_punctuation_after_a_name_are_read_through() -> None:

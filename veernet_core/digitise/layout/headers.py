@@ -38,6 +38,9 @@ MIN_CONFIDENCE = 0.6  # a scale end's: a digit misread is a plausible number, wh
 # the other at END_CONFIDENCE or more: Tesseract is often unsure of a lone "0".
 END_CONFIDENCE = 0.3
 DECIMAL_COMMA = re.compile(r"^[-+]?\d+,\d{1,2}$")
+# A lone zero as Tesseract reads it where a scale end is printed (GR's and PEF's left end): a letter O, a Q, or
+# the glyph read as two letters.
+ZERO = frozenset(("O", "o", "Q", "OO", "Oo", "oO", "oo"))
 # A name's and a unit's: only words Tesseract gives no confidence at all. Both must also be read the same by a
 # second, differently prepared reading (`agreed`), which is what keeps misreadings out. Tesseract's confidence
 # in them tells little more: on 827 curves of generated pages (seeds 20261124 and 777), names both readings
@@ -161,9 +164,12 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
 
 
 def _number_text(text: str) -> str:
-    """A line's first or last word as the number it may be: without the marks Tesseract hangs on one, and a
-    decimal comma read as the point ("0,2"; a comma before three digits is a thousands separator, left)."""
+    """A line's first or last word as the number it may be: without the marks Tesseract hangs on one, a lone
+    zero read as a letter (ZERO), and a decimal comma read as the point ("0,2"; a comma before three digits is a
+    thousands separator, left)."""
     stripped = text.lstrip(NUMBER_LEADING).rstrip(NUMBER_TRAILING) or text
+    if stripped in ZERO:
+        return "0"
     return stripped.replace(",", ".") if DECIMAL_COMMA.match(stripped) else stripped
 
 
