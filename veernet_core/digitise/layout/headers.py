@@ -2,10 +2,12 @@
 the right scale end, read by Tesseract, and the legend the line sample drawn under it gives: its style, its
 ink (dark or light) and, against the track's other samples, its weight (thin or thick).
 
-Only what is read is proposed: a name is kept where two readings agree on it, a scale end that is not a
-number, or whose pair cannot be the track's value grid's (a logarithmic track's ends not whole decades apart),
-is left empty, and each field has Tesseract's own confidence. A line sample under no read name is a curve
-whose fields are left for the person (`with_unread`).
+Only what is read is proposed: a name is kept where two readings agree on it, a scale end where they agree
+on it or where the track's value grid tells which of their two numbers it is; an end that is not a number, or
+whose pair cannot be the track's (a logarithmic track's ends not whole decades apart, a linear track's over an
+uncommon span), is left empty, and each field has Tesseract's own confidence. A line whose name is unread is a
+curve with its scale ends where they are read, and a line sample under no read line is a curve whose fields
+are left for the person (`with_unread`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ KNOWN_UNITS = frozenset((
     "US/M", "B/E", "BARN/E", "CU", "DEGF", "DEGC", "DEG", "LB/F", "PSI", "KPA", "MPA", "PPM", "CPS", "CPM", "MR/H",
     "UR/H", "PERCENT",
 ))
-MIN_CONFIDENCE = 0.6  # a scale end's: a digit misread is a plausible number, which nothing else checks
+MIN_CONFIDENCE = 0.6  # a scale end's: a digit misread is a plausible number, which only its pair checks
 # A scale end is proposed where both readings read the same number, one of them at MIN_CONFIDENCE or more and
 # the other at END_CONFIDENCE or more: Tesseract is often unsure of a lone "0".
 END_CONFIDENCE = 0.3
@@ -113,10 +115,10 @@ def text_height(crop: np.ndarray, ink_below: int) -> float:
 
 
 def curves_in(words: list[Word], box: TextBox, ink: np.ndarray | None = None) -> list[CurveHeader]:
-    """One curve per line of text that holds a name. Lone marks (dirt read as punctuation) are left out, and
-    words Tesseract doubts: below MIN_CONFIDENCE for a scale end, NAME_CONFIDENCE for a name or unit. A field
-    not read is left empty, never guessed. With the box's `ink` (in the words' pixels), a scale end read
-    without its sign is negative where a minus is printed before it (`_minus`)."""
+    """One curve per line of text that holds a name or a scale end. Lone marks (dirt read as punctuation) are
+    left out, and words Tesseract doubts: below END_CONFIDENCE for a scale end, NAME_CONFIDENCE for a name or
+    unit. A field not read is left empty, never guessed. With the box's `ink` (in the words' pixels), a scale
+    end read without its sign is negative where a minus is printed before it (`_minus`)."""
     lines: dict[int, list[Word]] = {}
     dashes: dict[int, list[Word]] = {}
     for word in words:
