@@ -106,6 +106,20 @@ def test_brackets_read_for_a_units_parentheses_and_punctuation_after_a_name_are_
     assert unknown.unit.value is None  # not a unit: left for the person, never the nearest one
 
 
+def test_marks_hung_on_a_name_are_read_through_and_before_it_only_where_tesseract_is_sure() -> None:
+    for word, unit, name in (("SP.(MV)", "", "SP"), ("RHOB-", "(G/C3)", "RHOB"), ("DT.", "(US/F).", "DT"),
+                             ("RHOB,{G/C3)", "", "RHOB")):
+        [curve] = curves_in(_line("0", word, unit, "10", (0.9, 0.3, 0.9, 0.9)), BOX)
+        assert curve.mnemonic.value == name, word
+        assert curve.unit.value in {"MV", "G/C3", "US/F"}, word
+    for word in ("\u2018ILD", "\u201cCALI", "_DT", "-MSFL", "~GR"):
+        [sure] = curves_in(_line("0", word, "(OHMM)", "10", (0.9, MIN_CONFIDENCE, 0.9, 0.9)), BOX)
+        assert sure.mnemonic.value == word[1:], word
+        # an unsure word with a mark before it is often misread whole ("\u2018DEF" for "PEF"): not a name
+        [unsure] = curves_in(_line("0", word, "(OHMM)", "10", (0.9, MIN_CONFIDENCE - 0.1, 0.9, 0.9)), BOX)
+        assert unsure.mnemonic.value is None, word
+
+
 def test_a_misread_scale_end_that_looks_like_a_name_does_not_take_the_names_place() -> None:
     line = [_word("O02.", 10, 0.53), _word("ILM", 260, 0.86), _word("(OHMM)", 320, 0.86), _word("2000", 540, 0.96)]
     [curve] = curves_in(line, BOX)

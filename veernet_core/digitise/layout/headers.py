@@ -56,6 +56,7 @@ TRAILING = ".,;:_"
 NUMBER_LEADING = "'\"`\u2018\u2019\u201c\u201d"
 NUMBER_TRAILING = TRAILING + "-\u00b0"
 DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"  # a minus as Tesseract may read it
+NAME_LEADING = NUMBER_LEADING + DASHES + "_~"
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,7 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
         left = ends[0]
     if ends and ends[-1] is not left and NUMBER.match(_number_text(ends[-1].text)) and _centre(ends[-1]) > 0.65 * width:
         right = ends[-1]
-    names = [replace(w, text=w.text.translate(BRACKETS).rstrip(TRAILING)) for w in line
-             if w is not left and w is not right]
+    names = [replace(w, text=_name_text(w.text, w.confidence)) for w in line if w is not left and w is not right]
     # The surest word that can be a name: a misread scale end beside it ("O02." for "0.2") can look like one.
     mnemonic = max((w for w in names if NAME.match(w.text.split("(")[0])), key=lambda w: w.confidence, default=None)
     row = box.top + float(np.mean([w.top + w.height / 2 for w in line]))
@@ -163,6 +163,18 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     unit_reading = Reading(unit_text, (unit or mnemonic).confidence) if known else Reading(None, 0.0)
     return CurveHeader(Reading(name, mnemonic.confidence), unit_reading, _number(left, ink, dashes),
                        _number(right, ink, dashes), Reading(None, 0.0), row, height)
+
+
+def _name_text(text: str, confidence: float) -> str:
+    """A word as the name (and the unit glued to it) it may be: brackets read as parentheses, and without the
+    marks Tesseract hangs on it: punctuation after the name or the unit ("SP.(MV)", "RHOB-", "(OHMM)."), and
+    where Tesseract is sure of the word (MIN_CONFIDENCE), a quote, an underscore or a dash before it. An unsure
+    word with a mark before it is often misread whole: on generated pages (seed 777) "\u2018DEF" for "PEF" and
+    "\"CALE" for "CALI", at 0.34-0.51, read alike by both readings."""
+    if confidence >= MIN_CONFIDENCE:
+        text = text.lstrip(NAME_LEADING)
+    name, bracket, unit = text.translate(BRACKETS).partition("(")
+    return (name.rstrip(TRAILING + DASHES) + bracket + unit).rstrip(TRAILING)
 
 
 def _number_text(text: str) -> str:
