@@ -43,8 +43,8 @@ def test_a_name_and_unit_that_both_readings_agree_on_are_read_however_unsure_tes
 
     for other in ("LD", "ILM"):  # a name is kept only where both readings say the same, however sure each is
         [curve] = agreed(first, curves_in(_line("0.2", other, "(OHMM)", "2000", (0.9, 0.9, 0.9, 0.9)), BOX))
-        # the line is still a curve, its name and the name's unit left for the person, its scale ends read
-        assert (curve.mnemonic.value, curve.unit.value) == (None, None)
+        # the line is still a curve, its name left for the person, its unit and scale ends read
+        assert (curve.mnemonic.value, curve.unit.value) == (None, "OHMM")
         assert (curve.left.value, curve.right.value) == (0.2, 2000.0)
 
 
@@ -77,6 +77,9 @@ def test_a_line_whose_name_neither_reading_has_is_a_curve_where_they_agree_on_a_
     assert [(c.mnemonic.value, c.left.value, c.right.value) for c in smudged] == [(None, 6.0, 16.0)]
     [curve] = agreed(smudged, smudged)
     assert (curve.mnemonic.value, curve.unit.value, curve.left.value, curve.right.value) == (None, None, 6.0, 16.0)
+    inch = curves_in(_line("6", "cAL1", "(IN)", "16", (0.9, 0.9, 0.9, 0.9)), BOX)
+    assert agreed(inch, inch)[0].unit.value == "IN"  # a known unit both readings read is kept without its name
+    assert agreed(inch, smudged)[0].unit.value is None  # without the name, both readings must read it
     assert agreed(smudged, curves_in(_line("8", "cAL1", "(1N)", "18", (0.9, 0.9, 0.9, 0.9)), BOX)) == []
     assert curves_in(_line("X", "cAL1", "(1N)", "Y", (0.9, 0.9, 0.9, 0.9)), BOX) == []  # no name, no number
 

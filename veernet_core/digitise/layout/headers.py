@@ -154,7 +154,11 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     if mnemonic is None:
         if left is None and right is None:
             return None
-        return CurveHeader(Reading(None, 0.0), Reading(None, 0.0), _number(left, ink, dashes),
+        bracketed = next((w for w in names if w.text.startswith("(")), None)
+        unit_text = bracketed.text[1:].rstrip(")") if bracketed else ""
+        unread_unit = Reading(unit_text, bracketed.confidence) if bracketed and unit_text in KNOWN_UNITS \
+            else Reading(None, 0.0)
+        return CurveHeader(Reading(None, 0.0), unread_unit, _number(left, ink, dashes),
                            _number(right, ink, dashes), Reading(None, 0.0), row, height)
     name, _, glued = mnemonic.text.partition("(")  # "GR(API)": Tesseract may keep the unit on the name
     unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
@@ -459,9 +463,10 @@ def agreed(first: list[CurveHeader], second: list[CurveHeader], log_grid: bool |
         left, right = _agreed_ends(curve, twin, log_grid, decades)
         if mnemonic.value is None:
             # A line whose name the readings do not agree on is a curve with its name left for the person
-            # where they agree on a scale end; its unit is the name's and is left with it.
+            # where they agree on a scale end; its unit where both read the same known one.
             if left.value is not None or right.value is not None:
-                kept.append(replace(curve, mnemonic=mnemonic, unit=Reading(None, 0.0), left=left, right=right))
+                kept.append(replace(curve, mnemonic=mnemonic, unit=same(curve.unit, twin.unit), left=left,
+                                    right=right))
             continue
         unit = curve.unit if twin.unit.value is None else twin.unit if curve.unit.value is None else \
             same(curve.unit, twin.unit)

@@ -167,8 +167,8 @@ def _track(finding: SectionFinding, j: int, name: str, messages: list[str]) -> d
     if unread:
         messages.append(f"{name} track {j + 1}: {unread} of its {len(curves)} curves' names could not be read (each "
                         "is proposed from its line sample, with the ink and weight read off it where they could be, "
-                        "and from its line of text where its scale ends could be read): supply each one's mnemonic, "
-                        "unit and style, and its scale ends where they are empty, or remove it")
+                        "and from its line of text where its unit and scale ends could be read): supply each one's "
+                        "mnemonic and style, and its unit and scale ends where they are empty, or remove it")
     if not curves:
         messages.append(f"{name} track {j + 1}: no curve name could be read in its header: supply each curve's "
                         "mnemonic, unit and scale ends")
