@@ -51,8 +51,8 @@ NAME_CONFIDENCE = 0.05
 # Brackets Tesseract reads for a unit's parentheses, and punctuation it hangs on a name's end ("SFLU,").
 BRACKETS = str.maketrans("{[]}", "(())")
 TRAILING = ".,;:_"
-# What Tesseract hangs on a scale end that no number is printed with: a quote before it ("\u2018150"), a point,
-# comma, colon, degree sign or the start of the line sample after it ("1.95.", "10\u00b0", "20000-").
+# What Tesseract hangs on a scale end that no number is printed with: a quote before it ("‘150"), a point,
+# comma, colon, degree sign or the start of the line sample after it ("1.95.", "10°", "20000-").
 NUMBER_LEADING = "'\"`\u2018\u2019\u201c\u201d"
 NUMBER_TRAILING = TRAILING + "-\u00b0"
 DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"  # a minus as Tesseract may read it
@@ -173,8 +173,8 @@ def _name_text(text: str, confidence: float) -> str:
     """A word as the name (and the unit glued to it) it may be: brackets read as parentheses, and without the
     marks Tesseract hangs on it: punctuation after the name or the unit ("SP.(MV)", "RHOB-", "(OHMM)."), and
     where Tesseract is sure of the word (MIN_CONFIDENCE), a quote, an underscore or a dash before it. An unsure
-    word with a mark before it is often misread whole: on generated pages (seed 777) "\u2018DEF" for "PEF" and
-    "\"CALE" for "CALI", at 0.34-0.51, read alike by both readings."""
+    word with a mark before it is often misread whole: on generated pages (seed 777) "‘DEF" for "PEF" and
+    '"CALE' for "CALI", at 0.34-0.51, read alike by both readings."""
     if confidence >= MIN_CONFIDENCE:
         text = text.lstrip(NAME_LEADING)
     name, bracket, unit = text.translate(BRACKETS).partition("(")
