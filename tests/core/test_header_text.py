@@ -254,3 +254,12 @@ def test_a_minus_read_as_a_word_of_its_own_just_before_a_scale_end_is_its_sign()
     assert right_end([_word("-", 500, 0.4, width=8), number]) == 0.15  # 32 px before it: part of something else
     assert right_end([_word("-", 526, 0.4, width=8, top=60.0), number]) == 0.15  # on another row
     assert right_end([number]) == 0.15
+
+
+def test_an_unsure_word_that_is_no_number_before_a_scale_end_does_not_hide_it() -> None:
+    line = [_word("x", 2, MIN_CONFIDENCE - 0.1), _word("0", 20, 0.9), _word("GR", 260, 0.9), _word("(API)", 300, 0.9),
+            _word("150", 540, 0.9), _word("a", 590, MIN_CONFIDENCE - 0.1)]
+    [curve] = curves_in(line, BOX)
+    assert (curve.mnemonic.value, curve.left.value, curve.right.value) == ("GR", 0.0, 150.0)
+    sure = [_word("x1", 2, 0.9), *line[1:]]  # a sure word first: the line's first word is no scale end
+    assert curves_in(sure, BOX)[0].left.value is None

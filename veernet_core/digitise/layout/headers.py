@@ -141,6 +141,11 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     the line's words that are a dash alone, one of which may be a scale end's minus read apart from it."""
     width = box.right - box.left + 1
     ends = [w for w in line if w.confidence >= END_CONFIDENCE]
+    # Unsure words that are no number at the line's ends are dirt or a mark misread, not the scale ends.
+    while ends and ends[0].confidence < MIN_CONFIDENCE and not NUMBER.match(_number_text(ends[0].text)):
+        ends = ends[1:]
+    while ends and ends[-1].confidence < MIN_CONFIDENCE and not NUMBER.match(_number_text(ends[-1].text)):
+        ends = ends[:-1]
     left = right = None
     if ends and NUMBER.match(_number_text(ends[0].text)) and _centre(ends[0]) < 0.35 * width:
         left = ends[0]
