@@ -156,22 +156,17 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     mnemonic = max((w for w in names if NAME.match(w.text.split("(")[0])), key=lambda w: w.confidence, default=None)
     row = box.top + float(np.mean([w.top + w.height / 2 for w in line]))
     height = float(np.median([w.height for w in line]))
-    if mnemonic is None:
-        if left is None and right is None:
-            return None
-        bracketed = next((w for w in names if w.text.startswith("(")), None)
-        unit_text = bracketed.text[1:].rstrip(")") if bracketed else ""
-        unread_unit = Reading(unit_text, bracketed.confidence) if bracketed and unit_text in KNOWN_UNITS \
-            else Reading(None, 0.0)
-        return CurveHeader(Reading(None, 0.0), unread_unit, _number(left, ink, dashes),
-                           _number(right, ink, dashes), Reading(None, 0.0), row, height)
-    name, _, glued = mnemonic.text.partition("(")  # "GR(API)": Tesseract may keep the unit on the name
+    if mnemonic is None and left is None and right is None:
+        return None
+    # "GR(API)": Tesseract may keep the unit on the name; a line whose name is unread may still show its unit.
+    name, _, glued = mnemonic.text.partition("(") if mnemonic else ("", "", "")
     unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
     unit_text = (glued if glued else unit.text[1:] if unit else "").rstrip(")")
-    known = UNIT.match(unit_text) and unit_text in KNOWN_UNITS
-    unit_reading = Reading(unit_text, (unit or mnemonic).confidence) if known else Reading(None, 0.0)
-    return CurveHeader(Reading(name, mnemonic.confidence), unit_reading, _number(left, ink, dashes),
-                       _number(right, ink, dashes), Reading(None, 0.0), row, height)
+    source, unit_reading = unit or mnemonic, Reading(None, 0.0)
+    if source is not None and UNIT.match(unit_text) and unit_text in KNOWN_UNITS:
+        unit_reading = Reading(unit_text, source.confidence)
+    return CurveHeader(Reading(name, mnemonic.confidence) if mnemonic else Reading(None, 0.0), unit_reading,
+                       _number(left, ink, dashes), _number(right, ink, dashes), Reading(None, 0.0), row, height)
 
 
 def _name_text(text: str, confidence: float) -> str:
