@@ -144,3 +144,13 @@ def test_a_thin_pen_broken_at_random_by_the_scan_gives_no_style() -> None:
         x += gap
     pixels[row - 1:row + 2, cut] = pixels[row - 6, 30]  # paper
     assert [c.style.value for c in _read(pixels, pens=pens, read=(0, 1))] == [None, "dashed"]
+
+
+def test_a_light_stroke_summing_to_under_a_row_of_black_or_to_more_than_a_thin_dark_one_reads_light() -> None:
+    """A one-pixel gray pen sums to under a row of the page's black, which no dark pen a pixel wide or more does;
+    a two-pixel pen of a darker gray sums to more than a one-pixel dark pen spread over two rows. Both are light;
+    the one-pixel black pen beside them, blurred over two rows, still reads dark."""
+    pens = [(40, 1, 110, "solid"), (100, 2, 90, "dashed"), (160, 1, 0, "solid")]
+    curves = _read(_header(pens, blur=0.3), pens=pens)
+    assert [c.ink.value for c in curves] == ["light", "light", "dark"]
+    assert all(c.ink.confidence >= 0.5 for c in curves)
