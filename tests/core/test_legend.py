@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from PIL import Image, ImageDraw, ImageFilter
 
 from veernet_core.digitise.layout.headers import (
@@ -28,18 +29,25 @@ PATTERNS = {"solid": (1, 0), "dashed": (20, 10), "dotted": (3, 6), "dash-dot": (
 BOX = TextBox(top=5, bottom=195, left=10, right=WIDTH - 10)
 
 
-def _header(pens: list[tuple[int, int, int, str]], blur: float = 0.5, bitonal: bool = False) -> np.ndarray:
+def _header(pens: list[tuple[int, int, int, str]], blur: float = 0.5, bitonal: bool = False,
+            skew: float = 0.0, frame: bool = True) -> np.ndarray:
     """A header box's pixels as a scanner gives them: the box's black frame, a line of black text over each
-    line sample (drawn with its pen's width and gray), blurred, on paper of PAPER and ink of BLACK."""
+    line sample (drawn with its pen's width and gray), blurred, on paper of PAPER and ink of BLACK. With a
+    `skew` (degrees), scanned turned by it and turned back as the analysis deskews a page, both bilinearly.
+    Without its `frame`, the page's ink threshold is set by the text and samples alone."""
     image = Image.new("L", (WIDTH, 200), 255)
     pen = ImageDraw.Draw(image)
-    pen.rectangle([0, 0, WIDTH - 1, 199], outline=0, width=4)  # outside BOX: a log's borders, in its black
     for top, width, gray, style in pens:
         pen.text((WIDTH // 2 - 20, top - 24), "GR (API)", fill=0)  # the curve's name above its sample
         marks = np.concatenate([np.full(n, k % 2 == 0) for k, n in enumerate(PATTERNS[style])])
         for x in range(20, WIDTH - 20):
             if marks[(x - 20) % marks.size]:
                 pen.line([(x, top), (x, top + width - 1)], fill=gray)
+    if skew:
+        image = image.rotate(skew, Image.Resampling.BILINEAR, fillcolor=255)
+        image = image.rotate(-skew, Image.Resampling.BILINEAR, fillcolor=255)
+    if frame:  # outside BOX: a log's borders, in its black
+        ImageDraw.Draw(image).rectangle([0, 0, WIDTH - 1, 199], outline=0, width=4)
     toned = np.asarray(image.filter(ImageFilter.GaussianBlur(blur)), dtype=np.float32)
     toned = toned * (PAPER - BLACK) / 255 + BLACK
     if bitonal:
@@ -48,13 +56,13 @@ def _header(pens: list[tuple[int, int, int, str]], blur: float = 0.5, bitonal: b
 
 
 def _read(pixels: np.ndarray, tones: bool = True, read: tuple[int, ...] = (0, 1, 2),
-          pens: list[tuple[int, int, int, str]] = PENS) -> list[CurveHeader]:
+          pens: list[tuple[int, int, int, str]] = PENS, gray: bool = True) -> list[CurveHeader]:
     threshold = ink_threshold(pixels)
     paper, ink = paper_level(pixels, threshold), pixels < threshold
     curves = [CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
                           Reading(None, 0.0), float(pens[k][0] - 20), 10.0) for k in read]
-    styles = [line_style(ink, BOX, curve, curves[i + 1].row if i + 1 < len(curves) else float(BOX.bottom))
-              for i, curve in enumerate(curves)]
+    styles = [line_style(ink, BOX, curve, curves[i + 1].row if i + 1 < len(curves) else float(BOX.bottom),
+                         pixels if gray else None, paper) for i, curve in enumerate(curves)]
     curves = [replace(curve, style=style) for curve, (style, _) in zip(curves, styles, strict=True)]
     return legend(curves, [row for _, row in styles], line_samples(ink, pixels, paper, BOX),
                   page_black(pixels, ink, paper), tones)
@@ -154,3 +162,14 @@ def test_a_light_stroke_summing_to_under_a_row_of_black_or_to_more_than_a_thin_d
     curves = _read(_header(pens, blur=0.3), pens=pens)
     assert [c.ink.value for c in curves] == ["light", "light", "dark"]
     assert all(c.ink.confidence >= 0.5 for c in curves)
+
+
+@pytest.mark.parametrize(("skew", "pen_gray"), [(0.3, 130), (1.0, 100)])
+def test_a_thin_light_solid_line_split_across_two_rows_by_the_deskew_reads_solid(skew: float, pen_gray: int) -> None:
+    """Turned and turned back, a one-pixel gray line falls across two rows along stretches of its length, each
+    too light to be ink: its ink alone reads broken at a regular step, as dashed. Its darkness summed across
+    the rows is the stroke's there, and it reads solid; the dashed black line below it stays dashed."""
+    pens = [(60, 1, pen_gray, "solid"), (130, 1, 0, "dashed")]
+    pixels = _header(pens, skew=skew, frame=False)
+    assert [c.style.value for c in _read(pixels, pens=pens, read=(0, 1))] == ["solid", "dashed"]
+    assert [c.style.value for c in _read(pixels, pens=pens, read=(0, 1), gray=False)] == ["dashed", "dashed"]

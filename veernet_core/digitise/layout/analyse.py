@@ -205,9 +205,7 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             curves = headers.agreed(headers.curves_in(next(sharp), box, ink), headers.curves_in(next(soft), box, ink),
                                     log, decades)
             styles = [_style(page, box, curves, k) for k in range(len(curves))]
-            # An unnamed line's sample is too often misread to propose its style (`headers.with_unread`).
-            styled = [replace(c, style=style if c.mnemonic.value is not None else headers.Reading(None, 0.0))
-                      for c, (style, _) in zip(curves, styles, strict=True)]
+            styled = [replace(c, style=style) for c, (style, _) in zip(curves, styles, strict=True)]
             read.append((styled, [row for _, row in styles],
                          headers.line_samples(page.ink, page.gray, page.paper, box)))
     # How far a legend's sample sits under its curve's text, as the read curves of the page show it.
@@ -222,6 +220,9 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             (styled, rows, samples), height = next(headed)
             offset = float(np.median(below)) if below else 2.0 * height
             curves, rows = headers.with_unread(styled, rows, samples, height, offset)
+            # A sample under no read text is styled as any: its curve's row is put above it, where text sits.
+            curves = [replace(c, style=_style(page, box, curves, k)[0]) if c.mnemonic.value is None
+                      and c.style.value is None else c for k, c in enumerate(curves)]
             finding.curves.append(headers.legend(curves, rows, samples, black, page.tones))
 
 
@@ -229,7 +230,7 @@ def _style(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader],
            k: int) -> tuple[headers.Reading, int | None]:
     """The style of the sample line drawn under curve k's text, and its page row."""
     next_row = curves[k + 1].row if k + 1 < len(curves) else float(box.bottom)
-    return headers.line_style(page.ink, box, curves[k], next_row)
+    return headers.line_style(page.ink, box, curves[k], next_row, page.gray if page.tones else None, page.paper)
 
 
 def _fit(finding: SectionFinding, dpi: float | None, page_width: int) -> None:

@@ -280,11 +280,14 @@ def _common_span(span: float) -> bool:
                for common in LINEAR_SPANS)
 
 
-def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float) -> tuple[Reading, int | None]:
+def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float,
+               gray: np.ndarray | None = None, paper: int = 255) -> tuple[Reading, int | None]:
     """The style of the sample line under a curve's text (within four text heights, above the next curve's):
     solid, dashed or dotted from the share of the sample's length that is inked, dash-dot where its marks
     alternate long and short, and the page row the sample is on. Empty when no sample line is found, and the
-    style alone where a broken sample's marks do not repeat (`_regular`)."""
+    style alone where a broken sample's marks do not repeat (`_regular`). With the page's `gray` (and its
+    `paper` level), a column where the stroke falls across two rows, too light on each to be ink, is inked
+    (`_stroke_columns`)."""
     below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
     y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
     if y1 - y0 < 2:
@@ -294,7 +297,10 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     row = int(np.argmax(stretches))
     if stretches[row] < RULE_STRETCHES:
         return Reading(None, 0.0), None
-    columns = np.flatnonzero(ink[max(0, row - 1):row + 2].any(axis=0))
+    dark = None if gray is None else np.clip(
+        (paper - gray[y0 + max(0, row - SPLIT_REACH):y0 + row + SPLIT_REACH + 1, box.left:box.right + 1]
+         .astype(np.float32)) / max(paper, 1), 0.0, 1.0)
+    columns = _stroke_columns(ink[max(0, row - 1):row + 2], dark)
     # The sample's ink along its length, first to last inked column. Gaps under a fifth of the words' height
     # (about 0.02 in) are the scan breaking a line, not its style (a dash's or a dot's gap is twice that or
     # more): they count as ink.
@@ -316,6 +322,27 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
         if not _regular(*runs(inked)):
             return Reading(None, 0.0), y0 + row
     return Reading(style, confidence), y0 + row
+
+
+# A thin light pen on a skewed scan steps from row to row along its length; where it steps, its ink falls
+# across two rows at about half its darkness each, and both may lie above the ink threshold: a solid line reads
+# broken at a regular step, as dashed. Its darkness summed across the rows (SPLIT_REACH either side of the
+# sample's row, each pixel under FAINT counted as paper) stays the stroke's. A column whose sum is SPLIT_SHARE of
+# the stroke's (the median over its inked columns) or more is inked. On 100 generated pages (bench/analyse_eval.py
+# seeds 20261124 and 777) every one of the four solid samples read dashed was such a pen: one-pixel, gray 98-121,
+# at 343-393 dpi.
+SPLIT_REACH = 2
+SPLIT_SHARE = 0.6
+
+
+def _stroke_columns(ink: np.ndarray, dark: np.ndarray | None) -> np.ndarray:
+    """The columns of a line sample's ink (its rows' `ink`), and those where its darkness summed across the
+    sample (`dark`, 0 paper .. 1) is the stroke's."""
+    inked = ink.any(axis=0)
+    if dark is None or not inked.any():
+        return np.flatnonzero(inked)
+    summed = np.where(dark > FAINT, dark, 0.0).sum(axis=0)
+    return np.flatnonzero(inked | (summed >= SPLIT_SHARE * float(np.median(summed[inked]))))
 
 
 # A pen's dashes and dots repeat: of a broken sample's marks (one length, or two for dash-dot) and of its gaps
@@ -345,11 +372,9 @@ def with_unread(curves: list[CurveHeader], rows: list[int | None], samples: list
                 offset: float) -> tuple[list[CurveHeader], list[int | None]]:
     """The curves read in a header box, and one more for every line sample under no read curve's text (its
     name unread: a legend draws one sample per curve), top to bottom, with the page rows of their samples.
-    Such a curve has no name, unit or scale ends for the person to supply and no style (where its name is
-    unread, its sample is too often misread: on 40 generated pages (seed 20261124) 9 of about 38 styles such
-    samples gave were wrong, on 1-bit scans of 150-170 dpi mostly); its text's row is put `offset` rows above
-    its sample (where the read curves' texts sit above theirs); its ink and weight are read as any sample's
-    (`legend`)."""
+    Such a curve has no name, unit, scale ends or style for the person to supply; its text's row is put
+    `offset` rows above its sample (where the read curves' texts sit above theirs), so that its style, ink and
+    weight are read off the sample as any curve's are (`line_style`, `legend`)."""
     taken = {row for row in rows if row is not None}
     found = list(zip(curves, rows, strict=True))
     for sample in samples:

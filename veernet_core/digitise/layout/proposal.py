@@ -166,9 +166,9 @@ def _track(finding: SectionFinding, j: int, name: str, messages: list[str]) -> d
     unread = sum(curve.mnemonic.value is None for curve in curves)
     if unread:
         messages.append(f"{name} track {j + 1}: {unread} of its {len(curves)} curves' names could not be read (each "
-                        "is proposed from its line sample, with the ink and weight read off it where they could be, "
-                        "and from its line of text where its unit and scale ends could be read): supply each one's "
-                        "mnemonic and style, and its unit and scale ends where they are empty, or remove it")
+                        "is proposed from its line sample, with the style, ink and weight read off it where they "
+                        "could be, and from its line of text where its unit and scale ends could be read): supply "
+                        "each one's mnemonic, and its unit, scale ends and style where they are empty, or remove it")
     if not curves:
         messages.append(f"{name} track {j + 1}: no curve name could be read in its header: supply each curve's "
                         "mnemonic, unit and scale ends")
