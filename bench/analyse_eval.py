@@ -22,15 +22,15 @@ Figures (one JSON line):
   turn_acc         share of pages turned upright
   pages_no_correction  share of pages whose whole calibration needs no correction: turned right, every
                    section found with its scale and a depth fit off by at most 0.02 in of paper at any row
-                   (2 ft at 1 in per 100 ft), every track within 2 px with its value grid right, and every
-                   curve field that was filled in (name, unit, scale ends, line style, ink, weight) right. A field left
-                   empty is for the person to complete, not a correction; `pages_complete` also asks that
-                   none is empty, `pages_geometry_ok` ignores the curve fields
+                   (2 ft at 1 in per 100 ft), every track within 2 px with its value grid right, no extra
+                   curve, and every curve field that was filled in (name, unit, scale ends, line style, ink,
+                   weight) right. A field left empty is for the person to complete, not a correction;
+                   `pages_complete` also asks that none is empty, `pages_geometry_ok` ignores the curve fields
   curve_fields_read, curve_fields_wrong  of the true curves' fields (name, unit, left, right, style), the
                    share proposed, and the share proposed wrong; `curve_fields_by_name` the same per field
   curves_found, curves_extra  the share of the true curves a proposed curve was read for (on its header line,
                    named or not: a line sample under an unread name is a curve left for the person to name), and
-                   the proposed curves on no true curve's header line
+                   the proposed curves on no true curve's header line or on one another curve was read for
   ink_read, ink_wrong, weight_read, weight_wrong  the same for the legend's ink (dark or light) and weight
                    (thin or thick where the track's pens differ twofold: `synth_truth.legend_weights`) read off
                    each curve's line sample; empty is no hint, so only a wrong one is a correction

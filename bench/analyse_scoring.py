@@ -48,7 +48,8 @@ class PageScore:
 
     @property
     def curves_ok(self) -> bool:
-        return self.curve_fields_wrong == 0 and all(wrong == 0 for _, _, wrong in self.hints.values())
+        return self.curve_fields_wrong == 0 and self.curves_extra == 0 and all(
+            wrong == 0 for _, _, wrong in self.hints.values())
 
     @property
     def no_correction(self) -> bool:
@@ -136,7 +137,8 @@ def _missing_curves(score: PageScore, truth: TrackSpec) -> None:
 def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth: TrackSpec,
                   curves: list[dict[str, Any]]) -> None:
     """Each proposed curve against the true curve of the header line it was read on; a curve read where
-    there is none has every filled field wrong."""
+    there is none, or a second one on a line, is extra (for the person to remove) and has every filled field
+    wrong."""
     score.curve_fields += len(truth.curves) * len(CURVE_FIELDS)
     legend: dict[str, list[str | None]] = {"ink": [c.tone for c in truth.curves],
                                            "weight": truth.weights(spec.dpi)}
@@ -146,7 +148,7 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     found = set()
     for curve in curves:
         slot = header_slot(curve["header_row"], section, len(truth.curves), spec.dpi)
-        matched, k = slot is not None, slot or 0
+        matched, k = slot is not None and slot not in found, slot or 0
         if matched:
             found.add(k)
         score.curves_extra += not matched

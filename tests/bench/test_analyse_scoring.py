@@ -51,3 +51,23 @@ def test_a_wrong_ink_or_weight_is_a_correction_and_an_empty_one_is_not() -> None
     for curve in track["curves"]:  # a legend never shows every pen of a track thick: one at least is wrong
         curve["weight"]["value"] = "thick"
     assert analyse_scoring.score_page(page.spec, weighted).hints["weight"][2] >= 1
+
+
+def test_a_second_curve_on_a_header_line_is_extra_and_a_correction() -> None:
+    """A curve proposed twice on one header line (its line sample taken for another curve's) is one for the
+    person to remove: extra, however empty its fields, and the page needs a correction."""
+    page = generate_page(4040, 1, PageOptions(dpi=200, turn=90, bitonal=False, sections=1,
+                                              first_section_in=(4.0, 5.0)))
+    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    score = analyse_scoring.score_page(page.spec, proposal)
+    assert score.curves_extra == 0
+    doubled = copy.deepcopy(proposal)
+    curves = doubled["sections"][0]["tracks"][0]["curves"]
+    twin = copy.deepcopy(curves[0])
+    for name in (*analyse_scoring.CURVE_FIELDS, *analyse_scoring.LEGEND_HINTS):
+        twin[name]["value"] = None
+    twin["header_row"] += 1.0
+    curves.insert(1, twin)
+    judged = analyse_scoring.score_page(page.spec, doubled)
+    assert judged.curves_extra == 1 and judged.curves_found == score.curves_found
+    assert judged.curve_fields_wrong == score.curve_fields_wrong and not judged.no_correction

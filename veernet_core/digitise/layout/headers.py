@@ -297,6 +297,14 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     row = int(np.argmax(stretches))
     if stretches[row] < RULE_STRETCHES:
         return Reading(None, 0.0), None
+    # The middle of the sample's rows across the box, as `line_samples` finds it: a wide pen's stroke spans
+    # several rows, whose first is as full as its middle.
+    first, last = row, row
+    while first > 0 and stretches[first - 1] >= RULE_STRETCHES:
+        first -= 1
+    while last + 1 < stretches.size and stretches[last + 1] >= RULE_STRETCHES:
+        last += 1
+    row = first + (last - first + 1) // 2
     dark = None if gray is None else np.clip(
         (paper - gray[y0 + max(0, row - SPLIT_REACH):y0 + row + SPLIT_REACH + 1, box.left:box.right + 1]
          .astype(np.float32)) / max(paper, 1), 0.0, 1.0)
