@@ -173,3 +173,21 @@ def test_a_thin_light_solid_line_split_across_two_rows_by_the_deskew_reads_solid
     pixels = _header(pens, skew=skew, frame=False)
     assert [c.style.value for c in _read(pixels, pens=pens, read=(0, 1))] == ["solid", "dashed"]
     assert [c.style.value for c in _read(pixels, pens=pens, read=(0, 1), gray=False)] == ["dashed", "dashed"]
+
+
+def test_a_wide_pens_sample_is_found_at_its_middle_row_and_not_proposed_again() -> None:
+    """A 5 px pen's sample spans several rows as full as each other. Its row is their middle, as every sample's
+    is, so the curve read above it keeps it: no unnamed curve is added for it, and its ink and weight are its."""
+    pens = [(40, 5, 0, "solid"), (100, 1, 0, "dashed")]
+    pixels = _header(pens, blur=0.4)
+    threshold = ink_threshold(pixels)
+    paper, ink = paper_level(pixels, threshold), pixels < threshold
+    read = [CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
+                        Reading(None, 0.0), float(top - 20), 10.0) for top, *_ in pens]
+    rows = [line_style(ink, BOX, read[0], read[1].row)[1], line_style(ink, BOX, read[1], float(BOX.bottom))[1]]
+    samples = line_samples(ink, pixels, paper, BOX)
+    assert [s.row for s in samples] == rows
+    curves, _ = with_unread(read, rows, samples, 10.0, 20.0)
+    assert [c.mnemonic.value for c in curves] == ["GR", "GR"]
+    named = legend(curves, rows, samples, page_black(pixels, ink, paper), True)
+    assert [(c.ink.value, c.weight.value) for c in named] == [("dark", "thick"), ("dark", "thin")]
