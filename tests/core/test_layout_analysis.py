@@ -11,9 +11,10 @@ import pytest
 
 from veernet_core.digitise.layout.analyse import analyse_image
 from veernet_core.digitise.layout.depth import Grid, Label, fit_depth
-from veernet_core.digitise.layout.lines import fit_lattice
+from veernet_core.digitise.layout.lines import Line, fit_lattice
 from veernet_core.digitise.layout.ocr import find_tesseract
 from veernet_core.digitise.layout.proposal import to_proposal
+from veernet_core.digitise.layout.sections import find_sections
 from veernet_core.page_draw import header_slot
 from veernet_core.page_spec import PageSpec
 from veernet_core.page_synth import PageOptions, generate_page
@@ -164,6 +165,21 @@ def test_legend_inks_and_weights_are_read_off_the_line_samples_and_never_wrong()
 def _grid(lines: int = 60, spacing: float = 15.0, origin: float = 100.0) -> Grid:
     centres = origin + spacing * np.arange(lines)
     return Grid(fit_lattice(centres, spacing), np.ones(lines), lines)
+
+
+def test_a_curves_flat_stretches_beside_a_depth_line_do_not_split_its_section() -> None:
+    """Two flat stretches of a curve cross most of a track between two depth lines, the second a few rows
+    above the next depth line, where it falls on the lattice's step as well: the depth line, nearer the
+    lattice, is taken, the stretches passed over, and the grid stays one section (seed 777's page 23 of
+    bench/analyse_eval.py was split in two there, its second part read as 46 tracks)."""
+    spacing, rows = 37.0, 5000.0 + 37.0 * np.arange(30)
+    lines = [Line(float(y), int(y), int(y), 0.83, 1.0) for y in rows]
+    lines += [Line(float(rows[10] + 22), int(rows[10] + 22), int(rows[10] + 22), 0.30, 1.0),
+              Line(float(rows[11] - 5), int(rows[11] - 5), int(rows[11] - 5), 0.38, 1.0)]
+    found = find_sections(sorted(lines, key=lambda line: line.centre))
+    assert len(found) == 1
+    assert [line.centre for line in found[0].lines] == rows.tolist()
+    assert found[0].spacing == pytest.approx(spacing)
 
 
 def test_a_misread_depth_number_is_outvoted() -> None:

@@ -110,17 +110,28 @@ def _seed(centres: np.ndarray, i: int) -> float:
 
 def _follow(centres: np.ndarray, i: int, spacing: float, max_skip: int) -> list[int]:
     """Lines from i on that fall on the lattice, its spacing following the run (the median of its last
-    gaps). One line off the lattice between two on it (a curve's flat stretch) is passed over; a second, or
+    gaps). Of lines on one step of it, the nearest is taken. One line off the lattice between two on it (a
+    curve's flat stretch) is passed over; a second, or
     a longer gap, ends the run, and so does a second skipped line right after one: a grid loses a light
     line here and there, while a lattice too coarse for the lines around it, or lines of text every other
     spacing, would otherwise pass for one."""
     run, recent, strays, skipped = [i], [spacing], 0, False
-    for j in range(i + 1, centres.size):
+    j = i
+    while j + 1 < centres.size:
+        j += 1
         gap = centres[j] - centres[run[-1]]
         steps = _whole_steps(gap, spacing, max_skip + 1)
         if steps > 1 and skipped:
             break
         if steps:
+            # Of the lines on the same step (a curve's flat stretch a few rows off a depth line), the nearest
+            # to the lattice.
+            same = j
+            while same + 1 < centres.size and _whole_steps(centres[same + 1] - centres[run[-1]], spacing,
+                                                          max_skip + 1) == steps:
+                same += 1
+            j = min(range(j, same + 1), key=lambda k: abs(centres[k] - centres[run[-1]] - steps * spacing))
+            gap = centres[j] - centres[run[-1]]
             skipped = steps > 1
             recent = (recent + [gap / steps])[-9:]
             spacing = float(np.median(recent))
