@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from veernet_core.digitise.layout import analyse
 from veernet_core.digitise.layout.analyse import analyse_image
-from veernet_core.digitise.layout.depth import Grid, Label, fit_depth
+from veernet_core.digitise.layout.depth import Grid, Label, fit_depth, name_scale, weight_pattern
 from veernet_core.digitise.layout.lines import Line, fit_lattice
 from veernet_core.digitise.layout.ocr import find_tesseract
 from veernet_core.digitise.layout.proposal import to_proposal
@@ -165,6 +166,57 @@ def test_legend_inks_and_weights_are_read_off_the_line_samples_and_never_wrong()
 def _grid(lines: int = 60, spacing: float = 15.0, origin: float = 100.0) -> Grid:
     centres = origin + spacing * np.arange(lines)
     return Grid(fit_lattice(centres, spacing), np.ones(lines), lines)
+
+
+@pytest.mark.parametrize("major", [1.0, 2.0])
+def test_a_grid_whose_medium_and_major_lines_look_alike_names_its_scale_unsure(major: float) -> None:
+    """0.1 in of paper per line at 300 dpi is 1 in per 100 ft (10 ft a line, heavier every 5th and 10th) or 5 in
+    per 100 ft (2 ft, every 5th and 25th). Where every fifth line is drawn as heavy as every tenth, the weights
+    cannot say which: the scale is named with a rival, and lends the depth fit no depth per line. Where the
+    tenth lines are heavier still, it is 1 in per 100 ft, with none."""
+    k = np.arange(120)
+    weights = np.where(k % 10 == 0, major, np.where(k % 5 == 0, 1.0, 0.5)) + 0.01 * np.sin(k)
+    grid = Grid(fit_lattice(100.0 + 30.0 * k, 30.0), weights, k.size)
+    pattern = weight_pattern(grid)
+    assert pattern is not None
+    guess = name_scale(grid, pattern, 300.0, 2550, None)
+    assert guess is not None
+    if major == 1.0:
+        assert {(5, 10), (5, 25)} <= pattern.alike
+        assert {guess.scale.name, guess.rival} == {"1 in per 100 ft", "5 in per 100 ft"}
+    else:
+        assert (pattern.medium_every, pattern.major_every) == (5, 10) and (5, 25) not in pattern.alike
+        assert guess.scale.name == "1 in per 100 ft" and guess.rival is None
+    with_numbers = name_scale(grid, pattern, 300.0, 2550, 2.0)  # two depth numbers 50 ft apart over 25 lines
+    assert with_numbers is not None and with_numbers.scale.name == "5 in per 100 ft" and with_numbers.rival is None
+
+
+@pytest.mark.parametrize("major", [1.0, 2.0])
+def test_where_two_scales_fit_the_grid_alike_the_depth_numbers_decide_or_no_depth_is_proposed(major: float) -> None:
+    """The grid above, with depth numbers. With medium and major lines alike, 7950 and 8000 25 lines apart are
+    2 ft a line, 5 in per 100 ft (1 in per 100 ft prints no 7950, and would lend 10 ft a line to 8000 alone, as
+    the tie's first scale did before: seed 777's page 45 was fitted 400 ft off), and 8000 alone fits either
+    scale, so no depth is proposed. With the tenth lines heavier, the scale is sure, and lends 8000 alone its
+    10 ft a line."""
+    k = np.arange(120)
+    weights = np.where(k % 10 == 0, major, np.where(k % 5 == 0, 1.0, 0.5)) + 0.01 * np.sin(k)
+    grid = Grid(fit_lattice(100.0 + 30.0 * k, 30.0), weights, k.size)
+
+    def fitted(numbers: list[tuple[int, float]]) -> analyse.SectionFinding:
+        finding = analyse.SectionFinding(None, None, [], None, 0, grid, weight_pattern(grid), [])  # type: ignore[arg-type]
+        finding.labels = [Label(grid.row(line), str(int(value)), value, 0.9) for line, value in numbers]
+        analyse._fit(finding, 300.0, 2550)
+        return finding
+
+    one = fitted([(55, 8000.0)])
+    if major == 1.0:
+        both = fitted([(30, 7950.0), (55, 8000.0)])
+        assert both.fit is not None and both.fit.per_line == 2.0 and both.fit.votes == 2
+        assert both.scale is not None and both.scale.scale.name == "5 in per 100 ft"
+        assert one.fit is None
+    else:
+        assert one.fit is not None and one.fit.per_line == 10.0
+        assert one.scale is not None and one.scale.scale.name == "1 in per 100 ft"
 
 
 def test_a_curves_flat_stretches_beside_a_depth_line_do_not_split_its_section() -> None:

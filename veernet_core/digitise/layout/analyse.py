@@ -34,6 +34,7 @@ from veernet_core.digitise.layout.page import (
     paper_level,
     turn_clockwise,
 )
+from veernet_core.digitise.layout.scales import scale_named
 from veernet_core.digitise.layout.sections import (
     Ink,
     SectionRows,
@@ -234,13 +235,19 @@ def _style(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader],
 
 
 def _fit(finding: SectionFinding, dpi: float | None, page_width: int) -> None:
-    """The depth fit, then the scale it implies. A confidently named scale (from the file's resolution)
-    lends its depth per line when the numbers alone cannot give it, and says which numbers can be printed."""
+    """The depth fit, then the scale it implies. A confidently named scale (from the file's resolution) lends
+    its depth per line when the numbers alone cannot give it, and says which numbers can be printed. Where a
+    scale of another depth per line fits the grid as well (`ScaleGuess.rival`), each lends its own, and the
+    fit more numbers agree with is kept; where as many agree with either, there is none."""
     if finding.grid is None:
         return
     first = name_scale(finding.grid, finding.pattern, dpi, page_width, None)
     sure = first is not None and first.dpi_source == "file" and first.off < 1.1
-    prior, every = (first.scale.minor, first.scale.label_every) if sure and first else (None, None)
-    finding.fit = fit_depth(finding.grid, finding.labels, prior, every)
+    scales = [first.scale] + ([scale_named(first.rival)] if first.rival else []) if sure and first else []
+    fits = [fit_depth(finding.grid, finding.labels, scale.minor, scale.label_every) for scale in scales] or [
+        fit_depth(finding.grid, finding.labels, None, None)]
+    found = sorted((fit for fit in fits if fit is not None), key=lambda fit: -fit.votes)
+    alike = len(found) > 1 and found[1].votes == found[0].votes and found[1].per_line != found[0].per_line
+    finding.fit = found[0] if found and not alike else None
     per_line = finding.fit.per_line if finding.fit is not None else None
     finding.scale = name_scale(finding.grid, finding.pattern, dpi, page_width, per_line)

@@ -76,6 +76,9 @@ class Pattern:
     major_every: int
     phase: int  # lattice index of the first major line
     score: float  # correlation of line weights with the pattern, -1..1
+    # The patterns (medium, major) the weights fit about as well (within PATTERN_TIE), this one's included: where
+    # a scan draws medium and major lines alike, every fifth line is heavier and the major spacing is unknown.
+    alike: frozenset[tuple[int, int]] = frozenset()
 
 
 def weight_pattern(grid: Grid) -> Pattern | None:
@@ -88,6 +91,7 @@ def weight_pattern(grid: Grid) -> Pattern | None:
         return None
     families = sorted({(s.medium_every, s.major_every) for s in SCALES})
     best: Pattern | None = None
+    family_best: dict[tuple[int, int], float] = {}
     k = np.arange(weights.size)
     for medium, major in families:
         for phase in range(min(major, weights.size)):
@@ -95,9 +99,19 @@ def weight_pattern(grid: Grid) -> Pattern | None:
             if np.ptp(expected[present]) == 0:
                 continue
             score = float(np.corrcoef(weights[present], expected[present])[0, 1])
+            family_best[(medium, major)] = max(score, family_best.get((medium, major), -1.0))
             if best is None or score > best.score + 1e-9:
                 best = Pattern(medium, major, phase, score)
-    return best
+    if best is None:
+        return None
+    alike = frozenset(f for f, score in family_best.items() if score >= best.score - PATTERN_TIE)
+    return replace(best, alike=alike)
+
+
+# Two patterns whose best fits are this close are told apart by the scan's noise, not its lines: at 300 dpi a
+# generated page draws medium and major lines 2 px wide alike, and seed 777's page 45 (bench/analyse_eval.py)
+# fitted every-5th-and-25th 0.934 and every-5th-and-10th 0.920 on a grid of 1 in per 100 ft (5th and 10th).
+PATTERN_TIE = 0.03
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,9 @@ class ScaleGuess:
     scale: DepthScale
     off: float  # factor between the measured paper length per depth unit and the scale's, >= 1
     dpi_source: str  # "file" or "page width"
+    # A scale of another depth per line that fits the grid about as well (within RIVAL_COST): at 0.1 in per
+    # line, 1 in per 100 ft (10 ft a line) and 5 in per 100 ft (2 ft) where the heavy lines cannot tell them apart.
+    rival: str | None = None
 
 
 PATTERN_MISMATCH = 0.15  # in log units of scale: a grid pattern that disagrees counts as 16 % off in size
@@ -126,11 +143,19 @@ def name_scale(grid: Grid, pattern: Pattern | None, dpi: float | None, page_widt
         return abs(math.log(grid.lattice.spacing / scale.minor / dpi / scale.inches_per_unit))
 
     def cost(scale: DepthScale) -> float:
-        agrees = pattern is None or (scale.medium_every, scale.major_every) == (pattern.medium_every,
-                                                                              pattern.major_every)
+        family = (scale.medium_every, scale.major_every)
+        agrees = pattern is None or family == (pattern.medium_every, pattern.major_every) or family in pattern.alike
         return off(scale) + (0.0 if agrees else PATTERN_MISMATCH)
     best = min(candidates, key=cost)
-    return ScaleGuess(best, math.exp(off(best)), source)
+    rival = next((s.name for s in candidates if not math.isclose(s.minor, best.minor, rel_tol=1e-6)
+                  and cost(s) <= cost(best) + RIVAL_COST), None)
+    return ScaleGuess(best, math.exp(off(best)), source, rival)
+
+
+# A scale this much dearer (in log units of size) than the best is no rival: the grid's spacing is measured to
+# a small fraction of a per cent at the file's resolution, and 1:200 and 2 in per 100 ft, alike in pattern, lie
+# 1.6 % apart in size.
+RIVAL_COST = 0.01
 
 
 @dataclass(frozen=True)

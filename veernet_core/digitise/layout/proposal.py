@@ -116,6 +116,9 @@ def _scale(finding: SectionFinding) -> dict[str, Any]:
     evidence = (f"{finding.grid.lattice.spacing if finding.grid else 0:.2f} px per grid line at the resolution "
                 f"from the {guess.dpi_source}: {guess.off:.3f}x off {guess.scale.name}'s; heavier lines every "
                 f"{pattern.medium_every} and {pattern.major_every}" if pattern else "")
+    if guess.rival is not None:  # the depth numbers did not decide between two scales the grid fits alike
+        confidence *= 0.5
+        evidence += f"; {guess.rival} fits the grid as well"
     return proposed(guess.scale.name, confidence, evidence)
 
 
