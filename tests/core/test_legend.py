@@ -191,3 +191,17 @@ def test_a_wide_pens_sample_is_found_at_its_middle_row_and_not_proposed_again() 
     assert [c.mnemonic.value for c in curves] == ["GR", "GR"]
     named = legend(curves, rows, samples, page_black(pixels, ink, paper), True)
     assert [(c.ink.value, c.weight.value) for c in named] == [("dark", "thick"), ("dark", "thin")]
+
+
+def test_a_smudge_across_a_line_of_text_is_no_line_sample() -> None:
+    """Dirt inked across most of the box over rows as tall as a line of text (a 1-bit scan's smudge beside the
+    text's words) is no pen's stroke: the samples found are the pens' alone."""
+    pens = [(60, 2, 0, "solid"), (130, 1, 0, "dashed")]
+    def rows(pixels: np.ndarray) -> list[int]:
+        threshold = ink_threshold(pixels)
+        paper, ink = paper_level(pixels, threshold), pixels < threshold
+        return [s.row for s in line_samples(ink, pixels, paper, BOX)]
+    clean = _header(pens)
+    smudged = clean.copy()
+    smudged[80:105, 30:WIDTH - 30] = BLACK  # between the samples, 25 rows tall
+    assert len(rows(clean)) == 2 and rows(smudged) == rows(clean)

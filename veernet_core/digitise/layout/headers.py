@@ -401,11 +401,14 @@ FAINT = 0.08  # darkness under which a pixel across a line sample is paper, not 
 
 def line_samples(page_ink: np.ndarray, gray: np.ndarray, paper: int, box: TextBox) -> list[LineSample]:
     """Every line sample in a track's header box, read or not: the runs of rows with ink across the box
-    (away from its top and bottom rows, which a skewed border may reach), each measured across."""
+    (away from its top and bottom rows, which a skewed border may reach), each measured across. A run taller
+    than a pen's stroke can be (2 SAMPLE_REACH) is a smudge of dirt across a line of text, not a sample: on a
+    1-bit scan (seed 999's page 33 of bench/analyse_eval.py) one was proposed as a curve."""
     ink = page_ink[box.top:box.bottom + 1, box.left:box.right + 1]
     across = np.flatnonzero(spread(ink) >= RULE_STRETCHES)
     bands = np.split(across, np.flatnonzero(np.diff(across) > 1) + 1) if across.size else []
-    middles = [int(band[len(band) // 2]) for band in bands if band[0] > 1 and band[-1] < ink.shape[0] - 2]
+    middles = [int(band[len(band) // 2]) for band in bands
+               if band[0] > 1 and band[-1] < ink.shape[0] - 2 and len(band) <= 2 * SAMPLE_REACH]
     samples = []
     for k, middle in enumerate(middles):
         lo = max(middle - SAMPLE_REACH, (middles[k - 1] + middle) // 2 + 1 if k else 0)
