@@ -242,8 +242,9 @@ def _fit(finding: SectionFinding, dpi: float | None, page_width: int) -> None:
     if finding.grid is None:
         return
     first = name_scale(finding.grid, finding.pattern, dpi, page_width, None)
-    sure = first is not None and first.dpi_source == "file" and first.off < 1.1
-    scales = [first.scale] + ([scale_named(first.rival)] if first.rival else []) if sure and first else []
+    scales = []  # the scales sure enough to lend their depth per line and the numbers they print
+    if first is not None and first.dpi_source == "file" and first.off < 1.1:
+        scales = [first.scale] if first.rival is None else [first.scale, scale_named(first.rival)]
     fits = [fit_depth(finding.grid, finding.labels, scale.minor, scale.label_every) for scale in scales] or [
         fit_depth(finding.grid, finding.labels, None, None)]
     found = sorted((fit for fit in fits if fit is not None), key=lambda fit: -fit.votes)

@@ -111,10 +111,9 @@ def _seed(centres: np.ndarray, i: int) -> float:
 def _follow(centres: np.ndarray, i: int, spacing: float, max_skip: int) -> list[int]:
     """Lines from i on that fall on the lattice, its spacing following the run (the median of its last
     gaps). Of lines on one step of it, the nearest is taken. One line off the lattice between two on it (a
-    curve's flat stretch) is passed over; a second, or
-    a longer gap, ends the run, and so does a second skipped line right after one: a grid loses a light
-    line here and there, while a lattice too coarse for the lines around it, or lines of text every other
-    spacing, would otherwise pass for one."""
+    curve's flat stretch) is passed over; a second, or a longer gap, ends the run, and so does a second
+    skipped line right after one: a grid loses a light line here and there, while a lattice too coarse for
+    the lines around it, or lines of text every other spacing, would otherwise pass for one."""
     run, recent, strays, skipped = [i], [spacing], 0, False
     j = i
     while j + 1 < centres.size:
