@@ -299,15 +299,10 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
         return Reading(None, 0.0), None
     # The middle of the sample's rows across the box, as `line_samples` finds it: a wide pen's stroke spans
     # several rows, whose first is as full as its middle.
-    first, last = row, row
-    while first > 0 and stretches[first - 1] >= RULE_STRETCHES:
-        first -= 1
-    while last + 1 < stretches.size and stretches[last + 1] >= RULE_STRETCHES:
-        last += 1
-    row = first + (last - first + 1) // 2
-    dark = None if gray is None else np.clip(
-        (paper - gray[y0 + max(0, row - SPLIT_REACH):y0 + row + SPLIT_REACH + 1, box.left:box.right + 1]
-         .astype(np.float32)) / max(paper, 1), 0.0, 1.0)
+    band = next(b for b in _full_rows(stretches) if b[0] <= row <= b[-1])
+    row = int(band[len(band) // 2])
+    dark = None if gray is None else _darkness(
+        gray[y0 + max(0, row - SPLIT_REACH):y0 + row + SPLIT_REACH + 1, box.left:box.right + 1], paper)
     columns = _stroke_columns(ink[max(0, row - 1):row + 2], dark)
     # The sample's ink along its length, first to last inked column. Gaps under a fifth of the words' height
     # (about 0.02 in) are the scan breaking a line, not its style (a dash's or a dot's gap is twice that or
@@ -349,8 +344,26 @@ def _stroke_columns(ink: np.ndarray, dark: np.ndarray | None) -> np.ndarray:
     inked = ink.any(axis=0)
     if dark is None or not inked.any():
         return np.flatnonzero(inked)
-    summed = np.where(dark > FAINT, dark, 0.0).sum(axis=0)
+    summed = _summed(dark)
     return np.flatnonzero(inked | (summed >= SPLIT_SHARE * float(np.median(summed[inked]))))
+
+
+def _full_rows(stretches: np.ndarray) -> list[np.ndarray]:
+    """The runs of a header box's rows with ink across it (in RULE_STRETCHES of its stretches or more, `spread`),
+    each as its row indices: a line sample's, or a box edge's."""
+    rows = np.flatnonzero(stretches >= RULE_STRETCHES)
+    return np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []
+
+
+def _darkness(cut: np.ndarray, paper: int) -> np.ndarray:
+    """Gray pixels as darkness against the paper's gray: 0 paper .. 1 black."""
+    return np.clip((paper - cut.astype(np.float32)) / max(paper, 1), 0.0, 1.0)
+
+
+def _summed(dark: np.ndarray) -> np.ndarray:
+    """Per column, a stroke's darkness summed across it, each pixel under FAINT counted as paper: about its
+    width in rows of black, however the scan blurred it."""
+    return np.where(dark > FAINT, dark, 0.0).sum(axis=0)
 
 
 # A pen's dashes and dots repeat: of a broken sample's marks (one length, or two for dash-dot) and of its gaps
@@ -405,19 +418,15 @@ def line_samples(page_ink: np.ndarray, gray: np.ndarray, paper: int, box: TextBo
     than a pen's stroke can be (2 SAMPLE_REACH) is a smudge of dirt across a line of text, not a sample: on a
     1-bit scan (seed 999's page 33 of bench/analyse_eval.py) one was proposed as a curve."""
     ink = page_ink[box.top:box.bottom + 1, box.left:box.right + 1]
-    across = np.flatnonzero(spread(ink) >= RULE_STRETCHES)
-    bands = np.split(across, np.flatnonzero(np.diff(across) > 1) + 1) if across.size else []
-    middles = [int(band[len(band) // 2]) for band in bands
+    middles = [int(band[len(band) // 2]) for band in _full_rows(spread(ink))
                if band[0] > 1 and band[-1] < ink.shape[0] - 2 and len(band) <= 2 * SAMPLE_REACH]
     samples = []
     for k, middle in enumerate(middles):
         lo = max(middle - SAMPLE_REACH, (middles[k - 1] + middle) // 2 + 1 if k else 0)
         hi = min(middle + SAMPLE_REACH + 1, (middle + middles[k + 1]) // 2 if k + 1 < len(middles) else ink.shape[0])
         columns = np.flatnonzero(ink[max(0, middle - 1):middle + 2].any(axis=0))
-        cut = gray[box.top + lo:box.top + hi, box.left:box.right + 1][:, columns].astype(np.float32)
-        dark = np.clip((paper - cut) / max(paper, 1), 0.0, 1.0)
-        samples.append(LineSample(box.top + middle, float(np.median(dark.max(axis=0))),
-                                  float(np.median(np.where(dark > FAINT, dark, 0.0).sum(axis=0))),
+        dark = _darkness(gray[box.top + lo:box.top + hi, box.left:box.right + 1][:, columns], paper)
+        samples.append(LineSample(box.top + middle, float(np.median(dark.max(axis=0))), float(np.median(_summed(dark))),
                                   float(np.median(ink[lo:hi][:, columns].sum(axis=0)))))
     return samples
 
