@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import sys
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
@@ -14,13 +16,19 @@ import analyse_scoring  # noqa: E402
 
 from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
 from veernet_core.digitise.layout.proposal import to_proposal  # noqa: E402
-from veernet_core.page_synth import PageOptions, generate_page  # noqa: E402
+from veernet_core.page_synth import PageOptions, SynthPage, generate_page  # noqa: E402
+
+
+@cache
+def _analysed() -> tuple[SynthPage, dict[str, Any]]:
+    """A gray page of one section (tests/core/test_section.py's) and its proposal, as the service reads it."""
+    page = generate_page(4040, 1, PageOptions(dpi=200, turn=90, bitonal=False, sections=1,
+                                              first_section_in=(4.0, 5.0)))
+    return page, to_proposal(analyse_image(page.image, float(page.spec.dpi)))
 
 
 def test_a_wrong_ink_or_weight_is_a_correction_and_an_empty_one_is_not() -> None:
-    page = generate_page(4040, 1, PageOptions(dpi=200, turn=90, bitonal=False, sections=1,
-                                              first_section_in=(4.0, 5.0)))  # tests/core/test_section.py's
-    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    page, proposal = _analysed()
     score = analyse_scoring.score_page(page.spec, proposal)
     curves = [c for track in proposal["sections"][0]["tracks"] for c in track["curves"]]
     true_curves = sum(len(t.curves) for t in page.spec.sections[0].tracks)
@@ -56,9 +64,7 @@ def test_a_wrong_ink_or_weight_is_a_correction_and_an_empty_one_is_not() -> None
 def test_a_second_curve_on_a_header_line_is_extra_and_a_correction() -> None:
     """A curve proposed twice on one header line (its line sample taken for another curve's) is one for the
     person to remove: extra, however empty its fields, and the page needs a correction."""
-    page = generate_page(4040, 1, PageOptions(dpi=200, turn=90, bitonal=False, sections=1,
-                                              first_section_in=(4.0, 5.0)))
-    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    page, proposal = _analysed()
     score = analyse_scoring.score_page(page.spec, proposal)
     assert score.curves_extra == 0
     doubled = copy.deepcopy(proposal)

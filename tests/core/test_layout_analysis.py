@@ -168,15 +168,20 @@ def _grid(lines: int = 60, spacing: float = 15.0, origin: float = 100.0) -> Grid
     return Grid(fit_lattice(centres, spacing), np.ones(lines), lines)
 
 
+def _fifth_lines_grid(major: float) -> Grid:
+    """120 lines 30 px apart (0.1 in at 300 dpi), weighing 0.5, every fifth 1.0 and every tenth `major`."""
+    k = np.arange(120)
+    weights = np.where(k % 10 == 0, major, np.where(k % 5 == 0, 1.0, 0.5)) + 0.01 * np.sin(k)
+    return Grid(fit_lattice(100.0 + 30.0 * k, 30.0), weights, k.size)
+
+
 @pytest.mark.parametrize("major", [1.0, 2.0])
 def test_a_grid_whose_medium_and_major_lines_look_alike_names_its_scale_unsure(major: float) -> None:
     """0.1 in of paper per line at 300 dpi is 1 in per 100 ft (10 ft a line, heavier every 5th and 10th) or 5 in
     per 100 ft (2 ft, every 5th and 25th). Where every fifth line is drawn as heavy as every tenth, the weights
     cannot say which: the scale is named with a rival, and lends the depth fit no depth per line. Where the
     tenth lines are heavier still, it is 1 in per 100 ft, with none."""
-    k = np.arange(120)
-    weights = np.where(k % 10 == 0, major, np.where(k % 5 == 0, 1.0, 0.5)) + 0.01 * np.sin(k)
-    grid = Grid(fit_lattice(100.0 + 30.0 * k, 30.0), weights, k.size)
+    grid = _fifth_lines_grid(major)
     pattern = weight_pattern(grid)
     assert pattern is not None
     guess = name_scale(grid, pattern, 300.0, 2550, None)
@@ -198,9 +203,7 @@ def test_where_two_scales_fit_the_grid_alike_the_depth_numbers_decide_or_no_dept
     the tie's first scale did before: seed 777's page 45 was fitted 400 ft off), and 8000 alone fits either
     scale, so no depth is proposed. With the tenth lines heavier, the scale is sure, and lends 8000 alone its
     10 ft a line."""
-    k = np.arange(120)
-    weights = np.where(k % 10 == 0, major, np.where(k % 5 == 0, 1.0, 0.5)) + 0.01 * np.sin(k)
-    grid = Grid(fit_lattice(100.0 + 30.0 * k, 30.0), weights, k.size)
+    grid = _fifth_lines_grid(major)
 
     def fitted(numbers: list[tuple[int, float]]) -> analyse.SectionFinding:
         finding = analyse.SectionFinding(None, None, [], None, 0, grid, weight_pattern(grid), [])  # type: ignore[arg-type]

@@ -55,10 +55,15 @@ def _header(pens: list[tuple[int, int, int, str]], blur: float = 0.5, bitonal: b
     return toned.astype(np.uint8)
 
 
+def _scanned(pixels: np.ndarray) -> tuple[int, np.ndarray]:
+    """The paper's gray and the ink, at the page's ink threshold, as the analysis takes them."""
+    threshold = ink_threshold(pixels)
+    return paper_level(pixels, threshold), pixels < threshold
+
+
 def _read(pixels: np.ndarray, tones: bool = True, read: tuple[int, ...] = (0, 1, 2),
           pens: list[tuple[int, int, int, str]] = PENS, gray: bool = True) -> list[CurveHeader]:
-    threshold = ink_threshold(pixels)
-    paper, ink = paper_level(pixels, threshold), pixels < threshold
+    paper, ink = _scanned(pixels)
     curves = [CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
                           Reading(None, 0.0), float(pens[k][0] - 20), 10.0) for k in read]
     styles = [line_style(ink, BOX, curve, curves[i + 1].row if i + 1 < len(curves) else float(BOX.bottom),
@@ -123,8 +128,7 @@ def test_a_sample_under_no_read_name_is_a_curve_left_to_name_in_its_place() -> N
     """Names read for the first and last of three samples: the middle one comes back between them, with no
     name and no style, its text's row where the others' sit above their samples, its ink and weight read."""
     pixels = _header(PENS, blur=0.7)
-    threshold = ink_threshold(pixels)
-    paper, ink = paper_level(pixels, threshold), pixels < threshold
+    paper, ink = _scanned(pixels)
     read = [CurveHeader(Reading(name, 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
                         Reading("solid", 0.9), float(PENS[k][0] - 20), 10.0) for name, k in (("GR", 0), ("SP", 2))]
     rows = [line_style(ink, BOX, read[0], read[1].row)[1], line_style(ink, BOX, read[1], float(BOX.bottom))[1]]
@@ -180,8 +184,7 @@ def test_a_wide_pens_sample_is_found_at_its_middle_row_and_not_proposed_again() 
     is, so the curve read above it keeps it: no unnamed curve is added for it, and its ink and weight are its."""
     pens = [(40, 5, 0, "solid"), (100, 1, 0, "dashed")]
     pixels = _header(pens, blur=0.4)
-    threshold = ink_threshold(pixels)
-    paper, ink = paper_level(pixels, threshold), pixels < threshold
+    paper, ink = _scanned(pixels)
     read = [CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
                         Reading(None, 0.0), float(top - 20), 10.0) for top, *_ in pens]
     rows = [line_style(ink, BOX, read[0], read[1].row)[1], line_style(ink, BOX, read[1], float(BOX.bottom))[1]]
@@ -198,8 +201,7 @@ def test_a_smudge_across_a_line_of_text_is_no_line_sample() -> None:
     text's words) is no pen's stroke: the samples found are the pens' alone."""
     pens = [(60, 2, 0, "solid"), (130, 1, 0, "dashed")]
     def rows(pixels: np.ndarray) -> list[int]:
-        threshold = ink_threshold(pixels)
-        paper, ink = paper_level(pixels, threshold), pixels < threshold
+        paper, ink = _scanned(pixels)
         return [s.row for s in line_samples(ink, pixels, paper, BOX)]
     clean = _header(pens)
     smudged = clean.copy()
