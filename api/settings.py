@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     max_infra_attempts: int = Field(default=5, ge=1)  # the job fails when this many attempts were lost
     max_job_failures: int = Field(default=2, ge=1)  # the job fails at its own Nth failure (N - 1 retries)
     reaper_interval_seconds: float = Field(default=10.0, gt=0)  # how often leases and the queue are checked
+    # A job message a worker took and no pool process started within this long restarts the worker
+    # (worker/handoff.py): a fresh process takes the job from the reaper's re-sent message.
+    worker_handoff_seconds: float = Field(default=30.0, gt=0)
     # Uploads to POST /segment: the widest scans (12,800 x 640 px) fit four times over.
     max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     max_image_pixels: int = Field(default=4 * 12_800 * 640, ge=32 * 32)

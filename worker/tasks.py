@@ -15,6 +15,7 @@ from typing import Any
 
 from celery import signals
 
+import worker.handoff  # noqa: F401  (its signal handlers: the handoff watchdog)
 from api.logs import job_context
 from worker.celery_app import PROBE_TASK, REAP_TASK, SEGMENT_TASK, TRAIN_TASK, get_celery
 

@@ -29,6 +29,7 @@ def test_with_nothing_set_everything_is_embedded_under_the_data_dir(monkeypatch:
     assert (settings.s3_endpoint_url, settings.s3_presign, settings.presign_seconds) == (None, False, 300)
     assert settings.lease_seconds == 60 and settings.heartbeat_seconds == 10
     assert settings.queued_resend_seconds == 60 and settings.reaper_interval_seconds == 10
+    assert settings.worker_handoff_seconds == 30
     assert settings.max_infra_attempts == 5 and settings.max_job_failures == 2
 
 

@@ -30,10 +30,16 @@ T = TypeVar("T")
 _code = ROOT  # where service processes import the code from; see snapshot_code
 
 # Short enough that a lost worker is noticed within seconds; the heartbeat renews six times per lease.
-FAST_LEASES = {"LEASE_SECONDS": 6, "HEARTBEAT_SECONDS": 1, "REAPER_INTERVAL_SECONDS": 1,
+FAST_LEASES = {"LEASE_SECONDS": 6, "HEARTBEAT_SECONDS": 1, "REAPER_INTERVAL_SECONDS": 1, "WORKER_HANDOFF_SECONDS": 10,
                "QUEUED_RESEND_SECONDS": 5,
                # Polls here assert that progress and ETA move between reads; the cache has its own tests.
                "STATUS_CACHE_SECONDS": 0}
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` started (a worker's: its pool processes)."""
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
+    return [int(child) for child in found.split()]
 
 
 def free_port() -> int:

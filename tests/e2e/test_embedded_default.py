@@ -142,7 +142,7 @@ def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedde
     assert pending.status_code == 200, pending.text
     probe = pending.json()["measurement"]["probe"]
     assert probe["status"] == "pending" and pending.json()["time"] is None, pending.json()["measurement"]
-    probe_job = wait_finished(embedded_stack, probe["job_id"], timeout_s=300)
+    probe_job = wait_finished(embedded_stack, probe["job_id"], timeout_s=180)
     assert (probe_job.kind, probe_job.status) == ("probe", "succeeded"), probe_job.error
     probed = embedded_stack.client.post("/plan", json={"config": config, "interruptions": 0}, timeout=30)
     assert probed.status_code == 200, probed.text
@@ -152,7 +152,7 @@ def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedde
     assert plan["memory"]["source"].startswith(f"measured on {probe_job.device_class} by the worker of job "
                                                f"{probe_job.id}")
     job_id = submit(embedded_stack, config)
-    job = wait_finished(embedded_stack, job_id, timeout_s=600)
+    job = wait_finished(embedded_stack, job_id, timeout_s=180)
     assert job.status == "succeeded", job.error
     actual_s = (job.finished_at - job.started_at).total_seconds()
     assert job.total_steps == plan["time"]["total_steps"] and job.steps_per_epoch == plan["data"]["steps_per_epoch"]
@@ -169,3 +169,26 @@ def test_a_planned_run_runs_as_planned_and_then_calibrates_the_next_plan(embedde
     assert again["memory"]["source"].startswith(f"measured on {plan['device_class']} by the worker of job {job_id}")
     assert again["memory"]["extrapolated"] is False
     assert actual_s / 2 < again["time"]["compute_s"] < actual_s * 2, (again["time"], actual_s)
+
+
+def test_a_job_no_pool_process_starts_restarts_the_worker_in_place_and_then_runs(embedded_stack: Stack) -> None:
+    """A job message the worker hands to a pool process that never starts it (here one stopped before the job
+    arrives; Celery's prefork pool also loses one now and then as it replaces its process) is not left waiting
+    for ever behind the message the worker holds: after WORKER_HANDOFF_SECONDS the worker ends its pool and
+    restarts itself in place, and the job runs, as its first attempt."""
+    from e2e_jobs import submit, timeline, wait_finished
+    from e2e_procs import child_pids, wait_until
+
+    worker = embedded_stack.workers[0]
+    main_pid = worker.pid
+    pool = wait_until(lambda: child_pids(main_pid), 60, "the worker's pool process")
+    assert len(pool) == 1, pool
+    os.kill(pool[0], signal.SIGSTOP)
+    job_id = submit(embedded_stack, tiny_config())
+    job = wait_finished(embedded_stack, job_id, timeout_s=180)
+    assert (job.status, job.attempt) == ("succeeded", 1), timeline(embedded_stack.database_url, job_id)
+    assert "started by no pool process" in worker.output() and "restarting this worker" in worker.output()
+    assert worker.alive() and worker.pid == main_pid, "restarted in place: the same process, still serving"
+    assert pool[0] not in child_pids(main_pid), "the stopped pool process was ended, not left behind"
+    with pytest.raises(ProcessLookupError):
+        os.kill(pool[0], 0)
