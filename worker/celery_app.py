@@ -21,6 +21,7 @@ from kombu import Queue
 
 from api.logs import use_json
 from api.settings import Settings, get_settings
+from worker.sqlite_fork import ForkSafeConnection
 
 TRAIN_TASK = "veernet.train"
 SEGMENT_TASK = "veernet.segment"
@@ -45,8 +46,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,
         "broker_connection_timeout": 3,  # a down broker fails a send fast; the reaper re-sends
-        # Redis re-delivers an unacked message after this; the lease, not the broker, recovers jobs.
-        "broker_transport_options": {} if embedded else {"visibility_timeout": LONGEST_JOB_S},
+        # Redis re-delivers an unacked message after this; the lease, not the broker, recovers jobs. The
+        # embedded broker's SQLite connections hold off a fork while in a call: a pool process forked beside
+        # the main thread's poll could hang in its first SQLite call (worker.sqlite_fork).
+        "broker_transport_options": ({"connect_args": {"factory": ForkSafeConnection}} if embedded
+                                     else {"visibility_timeout": LONGEST_JOB_S}),
         "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
                                       "interval_max": 1},
         "task_serializer": "json",

@@ -11,6 +11,7 @@ import pytest
 from api.db import normalize_url
 from api.settings import Settings
 from worker.celery_app import celery_config, get_celery
+from worker.sqlite_fork import ForkSafeConnection
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,6 +73,9 @@ def test_the_app_is_built_lazily_and_found_by_the_celery_cli(monkeypatch: pytest
         assert module.app is get_celery()
         assert module.app.conf.task_acks_late is True
         assert (tmp_path / "sub").is_dir()  # the embedded broker's directory exists before first use
+        with module.app.connection_for_read() as connection:  # kombu's own SQLite connection, as a worker polls
+            dbapi = connection.default_channel.session.connection().connection.dbapi_connection
+            assert isinstance(dbapi, ForkSafeConnection), type(dbapi)
     finally:
         get_settings.cache_clear()
         get_celery.cache_clear()

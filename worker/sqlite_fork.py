@@ -1,0 +1,86 @@
+"""SQLite connections that a fork never catches inside a call: the embedded broker's.
+
+SQLite guards its allocator and shared caches with process-wide mutexes. A process forked while another
+thread of its parent is inside SQLite inherits those mutexes held, by a thread it does not have, and its
+own first SQLite call waits for ever. On the embedded default that is every worker's lot: its main thread
+polls the broker (SQLite) every 50 ms while its pool forks a fresh process for each job from another
+thread, and that process claims its job through SQLite (the embedded database). About one fork in twenty
+into a thread busy in SQLite left a process that hung; a job it had taken waited for ever.
+
+Every call a ``ForkSafeConnection`` (or its cursor) makes into SQLite holds ``guard()``, and this
+process takes the same lock before each fork (``os.register_at_fork``) and lets it go after: a fork waits
+for the call in progress, at most one busy timeout, and no call starts until the fork is done.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class _Guard:
+    lock = threading.RLock()
+
+
+def guard() -> threading.RLock:
+    """The lock held by every call into SQLite through these connections, and across every fork."""
+    return _Guard.lock
+
+
+def _before_fork() -> None:
+    _Guard.lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _Guard.lock.release()
+
+
+def _after_fork_in_child() -> None:
+    _Guard.lock = threading.RLock()  # the forking thread's hold belongs to the parent
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
+
+
+def _guarded(call: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with _Guard.lock:
+            return call(*args, **kwargs)
+    run.__name__, run.__doc__ = call.__name__, call.__doc__
+    return run
+
+
+class ForkSafeCursor(sqlite3.Cursor):
+    execute = _guarded(sqlite3.Cursor.execute)
+    executemany = _guarded(sqlite3.Cursor.executemany)
+    executescript = _guarded(sqlite3.Cursor.executescript)
+    fetchone = _guarded(sqlite3.Cursor.fetchone)
+    fetchmany = _guarded(sqlite3.Cursor.fetchmany)
+    fetchall = _guarded(sqlite3.Cursor.fetchall)
+    close = _guarded(sqlite3.Cursor.close)
+
+    def __next__(self) -> Any:
+        with _Guard.lock:
+            return super().__next__()
+
+
+class ForkSafeConnection(sqlite3.Connection):
+    """``sqlite3.connect(..., factory=ForkSafeConnection)``; SQLAlchemy: ``connect_args={"factory": ...}``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        with _Guard.lock:
+            super().__init__(*args, **kwargs)
+
+    def cursor(self, factory: Any = ForkSafeCursor) -> Any:  # type: ignore[override]
+        with _Guard.lock:
+            return super().cursor(factory)
+
+    execute = _guarded(sqlite3.Connection.execute)
+    executemany = _guarded(sqlite3.Connection.executemany)
+    executescript = _guarded(sqlite3.Connection.executescript)
+    commit = _guarded(sqlite3.Connection.commit)
+    rollback = _guarded(sqlite3.Connection.rollback)
+    close = _guarded(sqlite3.Connection.close)
