@@ -54,14 +54,6 @@ def _guarded(call: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class ForkSafeCursor(sqlite3.Cursor):
-    execute = _guarded(sqlite3.Cursor.execute)
-    executemany = _guarded(sqlite3.Cursor.executemany)
-    executescript = _guarded(sqlite3.Cursor.executescript)
-    fetchone = _guarded(sqlite3.Cursor.fetchone)
-    fetchmany = _guarded(sqlite3.Cursor.fetchmany)
-    fetchall = _guarded(sqlite3.Cursor.fetchall)
-    close = _guarded(sqlite3.Cursor.close)
-
     def __next__(self) -> Any:
         with _Guard.lock:
             return super().__next__()
@@ -78,9 +70,9 @@ class ForkSafeConnection(sqlite3.Connection):
         with _Guard.lock:
             return super().cursor(factory)
 
-    execute = _guarded(sqlite3.Connection.execute)
-    executemany = _guarded(sqlite3.Connection.executemany)
-    executescript = _guarded(sqlite3.Connection.executescript)
-    commit = _guarded(sqlite3.Connection.commit)
-    rollback = _guarded(sqlite3.Connection.rollback)
-    close = _guarded(sqlite3.Connection.close)
+
+_STATEMENTS = ("execute", "executemany", "executescript", "close")
+for _class, _base, _names in ((ForkSafeCursor, sqlite3.Cursor, (*_STATEMENTS, "fetchone", "fetchmany", "fetchall")),
+                              (ForkSafeConnection, sqlite3.Connection, (*_STATEMENTS, "commit", "rollback"))):
+    for _name in _names:
+        setattr(_class, _name, _guarded(getattr(_base, _name)))
