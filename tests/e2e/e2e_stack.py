@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -164,7 +165,15 @@ class Stack:
         raise AssertionError(f"pid {pid} belongs to no running worker (its group is {group})")
 
     def tails(self) -> str:
-        return "\n".join(p.tail() for p in [self.api, *([self.reaper] if self.reaper else []), *self.workers])
+        """Each process's log tail; for a worker, what its pool processes are doing too (state, wait channel):
+        one that took a job and hangs shows here, where its own log says nothing."""
+        parts = [p.tail() for p in [self.api, *([self.reaper] if self.reaper else [])]]
+        for worker in self.workers:
+            parts.append(worker.tail())
+            if worker.alive():
+                parts.append(subprocess.run(["ps", "-o", "pid,stat,etime,time,wchan:20,cmd", "--ppid", str(worker.pid)],
+                                            capture_output=True, text=True, check=False).stdout)
+        return "\n".join(parts)
 
     def s3_client(self) -> Any:
         """A boto3 client straight to the S3 server (not through the link)."""
