@@ -7,13 +7,14 @@ polls the broker (SQLite) every 50 ms while its pool forks a fresh process for e
 thread, and that process claims its job through SQLite (the embedded database). About one fork in twenty
 into a thread busy in SQLite left a process that hung; a job it had taken waited for ever.
 
-Every call a ``ForkSafeConnection`` (or its cursor) makes into SQLite holds ``guard()``, and this
+Every call a ``ForkSafeConnection`` (or its cursor) makes into SQLite holds one lock, and this
 process takes the same lock before each fork (``os.register_at_fork``) and lets it go after: a fork waits
 for the call in progress, at most one busy timeout, and no call starts until the fork is done.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
@@ -22,12 +23,7 @@ from typing import Any
 
 
 class _Guard:
-    lock = threading.RLock()
-
-
-def guard() -> threading.RLock:
-    """The lock held by every call into SQLite through these connections, and across every fork."""
-    return _Guard.lock
+    lock = threading.RLock()  # held by every call into SQLite through these connections, and across every fork
 
 
 def _before_fork() -> None:
@@ -46,10 +42,10 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, 
 
 
 def _guarded(call: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(call)
     def run(*args: Any, **kwargs: Any) -> Any:
         with _Guard.lock:
             return call(*args, **kwargs)
-    run.__name__, run.__doc__ = call.__name__, call.__doc__
     return run
 
 

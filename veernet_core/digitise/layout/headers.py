@@ -451,10 +451,10 @@ WEIGHT_CONFIDENCE = 0.8  # a width within half a row decides: a thin pen's strok
 def page_black(gray: np.ndarray, ink: np.ndarray, paper: int) -> float:
     """The darkness (0 paper .. 1) of the page's black ink: its printing's, text, borders and grid alike, which
     are most of a log's ink (the 90th percentile over its ink pixels, every fourth row and column)."""
-    inked = gray[::4, ::4][ink[::4, ::4]].astype(np.float32)
+    inked = gray[::4, ::4][ink[::4, ::4]]
     if inked.size == 0:
         return 1.0
-    return float(np.percentile(np.clip((paper - inked) / max(paper, 1), 0.0, 1.0), 90))
+    return float(np.percentile(_darkness(inked, paper), 90))
 
 
 def legend(curves: list[CurveHeader], rows: list[int | None], samples: list[LineSample], black: float,
