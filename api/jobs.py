@@ -244,18 +244,40 @@ def reap_expired(session: Session, now: datetime, *, settings: Settings | None =
     ).all()
     requeued = []
     for job in expired:
-        job.infra_failures += 1
         lost = f"lease of {job.lease_owner} expired at {job.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC"
-        add_event(session, job.id, job.attempt, "lease_lost", lost, now=now)
-        if job.cancel_requested:
-            _finish(session, job, JobStatus.CANCELLED, now, message="cancelled; its worker was lost")
-        elif job.infra_failures >= caps.max_infra_attempts:
-            _finish(session, job, JobStatus.FAILED, now, error=_infra_cap_error(job, caps))
-        else:
-            recovery = f"infrastructure recovery {job.infra_failures} of {caps.max_infra_attempts}"
-            _requeue(session, job, now, recovery)
+        if _lose_attempt(session, job, now, caps, "lease_lost", lost, "cancelled; its worker was lost"):
             requeued.append(job.id)
     return requeued
+
+
+def give_up_stalled(session: Session, job_id: int, attempt: int, message: str, data: dict[str, Any] | None = None,
+                    *, now: datetime | None = None, settings: Settings | None = None) -> str:
+    """``attempt`` made no progress for too long (a hung device call or data read; its heartbeat thread still
+    beat) and its process ends itself: the attempt is lost to infrastructure, as a lapsed lease would be,
+    without waiting for the lease. Returns 'queued' (send it again), 'failed', 'cancelled' or 'refused'."""
+    now, caps = now or utcnow(), settings or get_settings()
+    job = locked_running(session, job_id, attempt)
+    if job is None:
+        refuse_write(session, job_id, attempt, "stall report", now=now)
+        return "refused"
+    _lose_attempt(session, job, now, caps, "stalled", message, "cancelled; its attempt stalled", data)
+    return str(job.status)
+
+
+def _lose_attempt(session: Session, job: Job, now: datetime, caps: Settings, event: str, message: str,
+                  cancelled: str, data: dict[str, Any] | None = None) -> bool:
+    """One attempt lost to infrastructure: counted, then the job is cancelled (if asked), failed at the cap,
+    or requeued; True when requeued (the caller sends it again)."""
+    job.infra_failures += 1
+    add_event(session, job.id, job.attempt, event, message, data, now=now)
+    if job.cancel_requested:
+        _finish(session, job, JobStatus.CANCELLED, now, message=cancelled)
+    elif job.infra_failures >= caps.max_infra_attempts:
+        _finish(session, job, JobStatus.FAILED, now, error=_infra_cap_error(job, caps))
+    else:
+        _requeue(session, job, now, f"infrastructure recovery {job.infra_failures} of {caps.max_infra_attempts}")
+        return True
+    return False
 
 
 def unclaimed_kinds(session: Session, now: datetime, older_than_s: float) -> set[str]:
@@ -300,8 +322,8 @@ def _finish(session: Session, job: Job, status: JobStatus, now: datetime, *, err
 
 
 def _infra_cap_error(job: Job, caps: Settings) -> str:
-    return (f"lost {job.infra_failures} attempts to infrastructure (lease expiry or worker loss), reaching "
-            f"MAX_INFRA_ATTEMPTS={caps.max_infra_attempts}; check the workers' logs and health, "
+    return (f"lost {job.infra_failures} attempts to infrastructure (lease expiry, worker loss, a stalled "
+            f"attempt), reaching MAX_INFRA_ATTEMPTS={caps.max_infra_attempts}; check the workers' logs and health, "
             "then resubmit")
 
 

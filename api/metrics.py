@@ -47,14 +47,17 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # the text format generate_latest write
 # Seconds. Checkpoint uploads: a few MB to a local disk up to GBs to S3. Segment: upload to result.
 UPLOAD_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 SEGMENT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
-# Timeline entries counted, and the counter each one feeds: (event kind, metric, help).
+# Timeline entries counted, and the counter they feed: (event kinds, metric, help).
 EVENT_COUNTERS = (
-    ("claimed", "veernet_job_claims", "Jobs claimed by a worker (each claim starts an attempt)"),
-    ("lease_lost", "veernet_job_recoveries",
-     "Attempts lost to infrastructure (lease expired, worker lost); the job goes back on the queue and "
-     "resumes from its last checkpoint"),
-    ("resent", "veernet_job_messages_resent", "Queued jobs whose broker message was sent again (lost message)"),
-    ("stale_write_refused", "veernet_zombie_writes_refused",
+    (("claimed",), "veernet_job_claims", "Jobs claimed by a worker (each claim starts an attempt)"),
+    (("lease_lost", "stalled"), "veernet_job_recoveries",
+     "Attempts lost to infrastructure (lease expired, worker lost, attempt stalled); the job goes back on the "
+     "queue and resumes from its last checkpoint"),
+    (("stalled",), "veernet_job_stalls",
+     "Attempts that made no progress for STALL_SECONDS (a hung device call or data read) and ended their "
+     "process, handing the job back"),
+    (("resent",), "veernet_job_messages_resent", "Queued jobs whose broker message was sent again (lost message)"),
+    (("stale_write_refused",), "veernet_zombie_writes_refused",
      "Writes refused because the writer's attempt no longer held the job (a zombie worker)"),
 )
 
@@ -95,14 +98,14 @@ def _job_gauges(connection: Connection) -> Iterator[Metric]:
 
 
 def _event_counters(connection: Connection) -> Iterator[Metric]:
-    kinds = [kind for kind, _, _ in EVENT_COUNTERS]
+    kinds = sorted({kind for events, _, _ in EVENT_COUNTERS for kind in events})
     counts = {(event, job_kind): n for event, job_kind, n in connection.execute(
         select(JobEvent.kind, Job.kind, func.count()).join(Job, Job.id == JobEvent.job_id)
         .where(JobEvent.kind.in_(kinds)).group_by(JobEvent.kind, Job.kind))}
-    for event, name, help_text in EVENT_COUNTERS:
+    for events, name, help_text in EVENT_COUNTERS:
         counter = CounterMetricFamily(name, help_text, labels=["kind"])
         for kind in JobKind:
-            counter.add_metric([kind.value], counts.get((event, kind.value), 0))
+            counter.add_metric([kind.value], sum(counts.get((event, kind.value), 0) for event in events))
         yield counter
     seconds = connection.execute(select(func.coalesce(func.sum(Job.recovery_seconds), 0.0))).scalar_one()
     yield CounterMetricFamily("veernet_job_recovery_seconds", "Wall time recoveries cost: from a lost attempt's "

@@ -9,11 +9,15 @@ restart so an outage is never counted as a failure of the job.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import multiprocessing
 import os
 import socket
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -68,15 +72,39 @@ def fenced(job_id: int, settings: Settings, write: Callable[[Any], T], what: str
     return with_db_retry(action, f"job {job_id}: {what}", settings.lease_seconds)
 
 
-class Heartbeat(threading.Thread):
-    """Renews the lease every HEARTBEAT_SECONDS and watches for a cancel request."""
+# A phase may run this many times its expected length (the run's own measure of a step, a validation or a
+# checkpoint) before it counts as stalled; never less than STALL_SECONDS.
+STALL_FACTOR = 3.0
+STALLED_EXIT = 75  # EX_TEMPFAIL: the process ended itself; its job went back on the queue
+STACK_FRAMES = 12  # of the stuck thread's stack, kept in the stall's event
 
-    def __init__(self, job_id: int, attempt: int, settings: Settings) -> None:
+
+class Heartbeat(threading.Thread):
+    """Renews the lease every HEARTBEAT_SECONDS and watches for a cancel request, and for a stall.
+
+    The lease says the process is alive, not that its job moves: a training thread stuck in a hung device
+    call or data read would keep its lease for ever while this thread beats. So the job thread marks each
+    step of progress (``progressed``), and a job that made none for STALL_SECONDS, or for STALL_FACTOR times
+    what the phase it is in is expected to take, has stalled: its process records where it was stuck, hands
+    the job back (one attempt lost to infrastructure, so a device that always hangs ends in a failed job at
+    MAX_INFRA_ATTEMPTS) and ends itself; the job resumes from its last checkpoint in a fresh process."""
+
+    def __init__(self, job_id: int, attempt: int, settings: Settings, kind: str,
+                 end_process: Callable[[], None] | None = None) -> None:
         super().__init__(name=f"heartbeat-{job_id}", daemon=True)
-        self.job_id, self.attempt, self.settings = job_id, attempt, settings
+        self.job_id, self.attempt, self.settings, self.kind = job_id, attempt, settings, kind
         self.lost = threading.Event()
         self.cancel_requested = threading.Event()
+        self.stalled = threading.Event()
         self._stop_event = threading.Event()
+        self._job_thread = threading.get_ident()  # the thread that runs the job: whose stack a stall shows
+        self._end_process = end_process or end_stalled_process
+        self._progress = (time.monotonic(), "start", 0.0)  # when, into which phase, its expected seconds
+
+    def progressed(self, phase: str, expected_s: float = 0.0) -> None:
+        """The job moved on, into ``phase`` (a training step, a validation, a checkpoint, ...), which it
+        expects to take about ``expected_s`` seconds."""
+        self._progress = (time.monotonic(), phase, max(0.0, expected_s or 0.0))
 
     def beat(self) -> None:
         with session_scope() as session:
@@ -88,6 +116,40 @@ class Heartbeat(threading.Thread):
         if cancel:
             self.cancel_requested.set()
 
+    def check_stall(self) -> bool:
+        """True if the job has stalled; it is then handed back and (unless a test gave its own
+        ``end_process``) this process ends."""
+        if not self.settings.stall_seconds:
+            return False
+        at, phase, expected = self._progress
+        idle = time.monotonic() - at
+        allowed = max(self.settings.stall_seconds, STALL_FACTOR * expected)
+        if idle < allowed:
+            return False
+        self.stalled.set()
+        stack = self._job_stack()
+        message = (f"no progress for {idle:.0f} s in phase {phase!r} (allowed {allowed:.0f} s: STALL_SECONDS, or "
+                   f"{STALL_FACTOR:g}x the phase's expected {expected:.1f} s); a hung device or data read? "
+                   "Ending this attempt's process; the job resumes from its last checkpoint")
+        log.error("job %s attempt %s: %s. Stuck in:\n%s", self.job_id, self.attempt, message, "".join(stack))
+        data = {"phase": phase, "idle_seconds": round(idle, 1), "allowed_seconds": round(allowed, 1),
+                "expected_seconds": round(expected, 3), "stack": stack}
+        try:
+            outcome = fenced(self.job_id, self.settings, lambda s: jobs.give_up_stalled(
+                s, self.job_id, self.attempt, message, data, settings=self.settings), "stall")
+            if outcome == "queued":
+                send_job_id(self.job_id, self.kind)
+            log.error("job %s attempt %s: stalled; the job is %s", self.job_id, self.attempt, outcome)
+        except Exception:  # the database or broker is down too: the lease runs out and the reaper requeues it
+            log.exception("job %s attempt %s: the stall could not be recorded", self.job_id, self.attempt)
+        self.lost.set()
+        self._end_process()
+        return True
+
+    def _job_stack(self) -> list[str]:
+        frame = sys._current_frames().get(self._job_thread)
+        return traceback.format_stack(frame)[-STACK_FRAMES:] if frame is not None else []
+
     def run(self) -> None:
         bind_job(self.job_id, self.attempt)  # a thread starts with a context of its own: log lines name the job
         while not self._stop_event.wait(self.settings.heartbeat_seconds) and not self.lost.is_set():
@@ -95,10 +157,26 @@ class Heartbeat(threading.Thread):
                 self.beat()
             except Exception as exc:  # the database is down: keep trying; the lease decides, not us
                 log.warning("job %s: heartbeat failed (%s); retrying", self.job_id, exc)
+                continue
+            # After the beat: a process frozen whole (SIGSTOP, a paused VM) wakes to a lost lease and stops
+            # there; only one that still holds its job is asked whether the job moves.
+            if not self.lost.is_set() and self.check_stall():
+                return
 
     def stop(self) -> None:
         self._stop_event.set()
         self.join(timeout=self.settings.heartbeat_seconds + 5)
+
+
+def end_stalled_process() -> None:
+    """End this process at once: its job thread is stuck where no exception reaches it. Its own children
+    (the DataLoader's workers, a hung one among them) are killed first; log handlers are flushed."""
+    for child in multiprocessing.active_children():
+        child.kill()
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    os._exit(STALLED_EXIT)
 
 
 def claim(job_id: int, settings: Settings) -> tuple[int, Job] | None:
@@ -118,7 +196,7 @@ def start_job(job_id: int, settings: Settings) -> tuple[int, Job, Heartbeat] | N
     attempt, job = claimed
     bind_attempt(attempt)  # from here on every log line of this job carries its fencing token
     log.info("%s job %s: claimed as attempt %s by %s", job.kind, job_id, attempt, worker_name())
-    heartbeat = Heartbeat(job_id, attempt, settings)
+    heartbeat = Heartbeat(job_id, attempt, settings, job.kind)
     heartbeat.start()
     return attempt, job, heartbeat
 

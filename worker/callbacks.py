@@ -73,6 +73,10 @@ class ServiceCallbacks(TrainCallbacks):
         return ok
 
     def on_progress(self, p: Progress) -> None:
+        # Every report is progress, throttled or not; what the phase now begun is expected to take is the
+        # run's own measure of it (before the first validation, an estimate from the step time).
+        expected = {"train": p.step_time_s, "validate": p.validate_time_s, "checkpoint": p.checkpoint_time_s}
+        self.heartbeat.progressed(p.phase, expected.get(p.phase, 0.0))
         if p.phase == "checkpoint" and p.step == 0 and p.metrics:  # an epoch ended; its save follows
             self._epoch_record = {name: value if math.isfinite(value) else None for name, value in p.metrics.items()}
         now = time.monotonic()
@@ -108,17 +112,20 @@ class ServiceCallbacks(TrainCallbacks):
         return data
 
     def on_checkpoint(self, ref: CheckpointRef) -> None:
+        self.heartbeat.progressed("checkpoint committed")
         log.info("job %s attempt %s: checkpoint %s committed (%d bytes)", self.job_id, self.attempt, ref.key,
                  ref.size)
 
     def on_budget(self, pixel_budget: int, memory: MemoryModel | None) -> None:
         """The planner reads a device class's own memory model and each job's budget from this event."""
+        self.heartbeat.progressed("budget set")  # the data is open and the memory probe done
         data = {"device_class": self.device_class, "pixel_budget": pixel_budget,
                 "memory_model": memory.to_dict() if memory is not None else None}
         message = f"pixel budget {pixel_budget:,} px" + (" (measured memory model)" if memory is not None else "")
         self._write("event", lambda s: jobs.record_event(s, self.job_id, self.attempt, MEMORY_EVENT, message, data))
 
     def on_resume(self, ref: CheckpointRef, skipped: list[tuple[CheckpointRef, str]]) -> None:
+        self.heartbeat.progressed("resumed")
         for bad, why in skipped:
             self._write("event", lambda s, bad=bad, why=why: jobs.record_event(
                 s, self.job_id, self.attempt, "checkpoint_skipped", f"{bad.key}: {why}", {"key": bad.key}))

@@ -7,7 +7,7 @@
 const KEY_STORE = "veernet.apiKey";
 const FINISHED = ["succeeded", "failed", "cancelled"];
 const POLL_MS = 1500;
-const RECOVERY_EVENTS = ["lease_lost", "requeued", "resumed", "recovered", "resent", "checkpoint_skipped"];
+const RECOVERY_EVENTS = ["lease_lost", "stalled", "requeued", "resumed", "recovered", "resent", "checkpoint_skipped"];
 const EXAMPLE_CONFIG = {
   epochs: 2, effective_batch: 4, warmup_steps: 2, device: "auto",
   model: { widths: [8, 8, 16, 16, 32, 32], transformer_heads: 2, transformer_ff: 64 },

@@ -97,10 +97,25 @@ def test_a_lost_lease_counts_a_recovery_and_the_zombies_write_a_refusal(client: 
         assert jobs.record_progress(session, job_id, 2, global_step=1, step_time_s=0.25, images_per_s=16.0)
     after = scrape(client)
     assert moved(before, after, "veernet_job_recoveries_total", kind="train") == 1
+    assert moved(before, after, "veernet_job_stalls_total", kind="train") == 0
     assert moved(before, after, "veernet_zombie_writes_refused_total", kind="train") == 1
     assert moved(before, after, "veernet_job_claims_total", kind="train") == 2
     assert value(after, "veernet_train_step_seconds", job_id=str(job_id)) == 0.25
     assert value(after, "veernet_train_images_per_second", job_id=str(job_id)) == 16.0
+
+
+def test_a_stalled_attempt_counts_a_stall_and_a_recovery(client: TestClient, service: Settings) -> None:
+    before = scrape(client)
+    with session_scope() as session:
+        job_id = jobs.create_job(session, "train", TINY).id
+    with session_scope() as session:
+        attempt = jobs.claim(session, job_id, "box-a", lease_s=60)
+    with session_scope() as session:
+        assert attempt is not None and jobs.give_up_stalled(session, job_id, attempt, "no progress") == "queued"
+    after = scrape(client)
+    assert moved(before, after, "veernet_job_stalls_total", kind="train") == 1
+    assert moved(before, after, "veernet_job_recoveries_total", kind="train") == 1
+    assert moved(before, after, "veernet_job_stalls_total", kind="segment") == 0
 
 
 def test_a_segment_job_is_counted_in_the_latency_histogram(client: TestClient, service: Settings) -> None:

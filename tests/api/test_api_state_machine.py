@@ -195,6 +195,37 @@ def test_reap_expired_fails_past_the_cap_and_cancels_cancel_requested(
     assert job_row(cancelling).status == "cancelled"
 
 
+def test_a_stalled_attempt_is_lost_to_infrastructure_at_once_and_only_by_its_holder(
+        service: Settings, reconfigure: Any) -> None:
+    settings = reconfigure(MAX_INFRA_ATTEMPTS=2)
+    job_id = new_job()
+    assert claim(job_id, "w1") == 1
+    with session_scope() as session:  # a stale attempt's report changes nothing
+        assert jobs.give_up_stalled(session, job_id, 7, "no progress", settings=settings) == "refused"
+    assert job_row(job_id).status == "running" and events(job_id)[-1] == "stale_write_refused"
+    with session_scope() as session:
+        assert jobs.give_up_stalled(session, job_id, 1, "no progress", {"phase": "train"},
+                                    settings=settings) == "queued"
+    job = job_row(job_id)
+    assert (job.status, job.infra_failures, job.lease_owner, job.lease_expires_at) == ("queued", 1, None, None)
+    assert events(job_id)[-2:] == ["stalled", "requeued"]
+    assert claim(job_id, "w2") == 2  # no lease to wait out
+    with session_scope() as session:  # the second stall reaches MAX_INFRA_ATTEMPTS=2
+        assert jobs.give_up_stalled(session, job_id, 2, "no progress", settings=settings) == "failed"
+    job = job_row(job_id)
+    assert job.status == "failed" and "MAX_INFRA_ATTEMPTS=2" in (job.error or "")
+
+
+def test_a_stalled_attempt_of_a_cancel_requested_job_cancels_it(service: Settings) -> None:
+    job_id = new_job()
+    assert claim(job_id, "w1") == 1
+    with session_scope() as session:
+        jobs.request_cancel(session, job_id)
+    with session_scope() as session:
+        assert jobs.give_up_stalled(session, job_id, 1, "no progress") == "cancelled"
+    assert job_row(job_id).status == "cancelled" and events(job_id)[-2:] == ["stalled", "cancelled"]
+
+
 def test_stale_queued_bumps_queued_at_so_each_job_is_resent_once_per_interval(service: Settings) -> None:
     job_id, t0 = new_job(), utcnow()
     with session_scope() as session:

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 from e2e_link import FaultyLink
-from e2e_procs import FAST_LEASES, Proc, free_port, process_group, service_env, wait_until
+from e2e_procs import FAST_LEASES, Proc, code_root, free_port, process_group, service_env, wait_until
 
 from api.cli.processes import celery_worker_argv, preload_env
 
@@ -201,3 +201,18 @@ def real_stack(logs: Path, database_url: str, broker_url: str, s3_port: int, wor
                  s3_endpoint=f"http://127.0.0.1:{s3_port}", bucket=bucket, prefix=prefix,
                  api_url=f"http://127.0.0.1:{port}", api=api_proc(env, logs, port, reaper=reaper == "thread"),
                  reaper=reaper_proc, workers=[worker_proc(f"train-{i}", env, logs) for i in range(workers)])
+
+
+def embedded_default(logs: Path, **settings: object) -> Stack:
+    """Build (not start) the embedded default: SQLite, kombu's SQLAlchemy broker, a local checkpoint directory
+    under ``logs``/data, the API with its reaper thread and one worker; nothing configured but the data dir
+    (and ``settings``, over FAST_LEASES). Its database is migrated here."""
+    data = logs / "data"
+    env = service_env(VEERNET_DATA_DIR=data, **{**FAST_LEASES, **settings})  # no DATABASE_URL, BROKER_URL, ...
+    subprocess.run([sys.executable, "-m", "api.cli", "migrate"], env=env, cwd=code_root(), check=True, timeout=120,
+                   capture_output=True)
+    port = free_port()
+    return Stack(env=env, logs=logs, database_url=f"sqlite:///{data / 'veernet.db'}",
+                 broker_url=f"sqla+sqlite:///{data / 'broker.db'}", api_url=f"http://127.0.0.1:{port}",
+                 api=api_proc(env, logs, port, reaper=True), reaper=None,
+                 workers=[worker_proc("train-embedded", env, logs)])

@@ -15,23 +15,15 @@ from pathlib import Path
 import httpx
 import pytest
 from e2e_jobs import check_job_runs_to_success, tiny_config
-from e2e_procs import FAST_LEASES, code_root, free_port, service_env
-from e2e_stack import Stack, api_proc, worker_proc
+from e2e_procs import code_root, free_port, service_env
+from e2e_stack import Stack, embedded_default
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
 def embedded_stack(tmp_path: Path, e2e_dir: Path) -> Iterator[Stack]:  # e2e_dir: the code snapshot is taken
-    data = tmp_path / "data"
-    env = service_env(VEERNET_DATA_DIR=data, **FAST_LEASES)  # no DATABASE_URL, BROKER_URL or CHECKPOINT_URL
-    subprocess.run([sys.executable, "-m", "api.cli", "migrate"], env=env, cwd=code_root(), check=True, timeout=120,
-                   capture_output=True)
-    port = free_port()
-    stack = Stack(env=env, logs=tmp_path, database_url=f"sqlite:///{data / 'veernet.db'}",
-                  broker_url=f"sqla+sqlite:///{data / 'broker.db'}", api_url=f"http://127.0.0.1:{port}",
-                  api=api_proc(env, tmp_path, port, reaper=True), reaper=None,
-                  workers=[worker_proc("train-embedded", env, tmp_path)])
+    stack = embedded_default(tmp_path)
     try:
         yield stack.start()
     finally:
