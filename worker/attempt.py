@@ -128,9 +128,10 @@ class Heartbeat(threading.Thread):
             return False
         self.stalled.set()
         stack = self._job_stack()
-        message = (f"no progress for {idle:.0f} s in phase {phase!r} (allowed {allowed:.0f} s: STALL_SECONDS, or "
-                   f"{STALL_FACTOR:g}x the phase's expected {expected:.1f} s); a hung device or data read? "
-                   "Ending this attempt's process; the job resumes from its last checkpoint")
+        why = (f"{STALL_FACTOR:g}x the phase's measured {expected:.1f} s" if allowed > self.settings.stall_seconds
+               else "STALL_SECONDS")
+        message = (f"no progress for {idle:.0f} s in phase {phase!r} (allowed {allowed:.0f} s: {why}); a hung "
+                   "device call or data read? Ending this attempt's process; the job resumes from its last checkpoint")
         log.error("job %s attempt %s: %s. Stuck in:\n%s", self.job_id, self.attempt, message, "".join(stack))
         data = {"phase": phase, "idle_seconds": round(idle, 1), "allowed_seconds": round(allowed, 1),
                 "expected_seconds": round(expected, 3), "stack": stack}

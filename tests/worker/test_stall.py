@@ -111,6 +111,7 @@ def test_a_stuck_job_is_recorded_where_it_hung_handed_back_and_its_process_ended
     assert [e.kind for e in events][-2:] == ["stalled", "requeued"], [e.kind for e in events]
     stalled = events[-2]
     assert stalled.attempt == job.attempt and "no progress for" in stalled.message and "'start'" in stalled.message
+    assert "STALL_SECONDS" in stalled.message
     data = stalled.data or {}
     assert data["phase"] == "start" and data["idle_seconds"] >= 0.5 and data["allowed_seconds"] == 0.5
     assert "wait_here_for_ever" in "".join(data["stack"]), data["stack"]
@@ -145,6 +146,7 @@ def test_a_phase_expected_to_be_long_gets_its_factor_before_it_stalls(stuck: Cal
     assert waited >= STALL_FACTOR * expected - 0.05, waited
     stalled = next(e for e in job.events() if e.kind == "stalled")
     assert (stalled.data or {})["phase"] == "validate" and (stalled.data or {})["allowed_seconds"] == 1.5
+    assert "allowed 2 s: 3x the phase's measured 0.5 s" in stalled.message, stalled.message
 
 
 def test_stall_seconds_zero_watches_nothing(stuck: Callable[..., StuckJob]) -> None:
