@@ -1,7 +1,8 @@
 """A track header's line of text turned into a curve's fields: the name and unit kept where two readings agree
 whatever Tesseract's confidence in them, scale ends where both readings agree and one of them is sure, brackets
-read for a unit's parentheses, a scale end's minus sign that Tesseract dropped found on the scan, and a line
-whose name is unread still giving its scale ends."""
+read for a unit's parentheses, a scale end's minus sign that Tesseract dropped found on the scan, a line
+whose name is unread still giving its scale ends, and an unread end read again as a number where its pair
+checks it."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from veernet_core.digitise.layout.headers import (
     END_CONFIDENCE,
     MIN_CONFIDENCE,
     NAME_CONFIDENCE,
+    SIGN_TEXT_PX,
+    Reading,
     agreed,
     check_ends,
     curves_in,
+    reread_end,
+    reread_words,
+    with_reread,
 )
 from veernet_core.digitise.layout.labels import TextBox
 from veernet_core.digitise.layout.ocr import Word
@@ -263,3 +269,73 @@ def test_an_unsure_word_that_is_no_number_before_a_scale_end_does_not_hide_it() 
     assert (curve.mnemonic.value, curve.left.value, curve.right.value) == ("GR", 0.0, 150.0)
     sure = [_word("x1", 2, 0.9), *line[1:]]  # a sure word first: the line's first word is no scale end
     assert curves_in(sure, BOX)[0].left.value is None
+
+
+def _digits(text: str, confidence: float, left: float = 0.0) -> list[Word]:
+    """What a reading of an end's box told to read digits gives: one word."""
+    return [Word(text, confidence, left, 2.0, 12.0 * len(text), 18.0, 1)]
+
+
+def test_the_words_in_a_lines_end_zones_are_kept_whatever_tesseract_read_them_as() -> None:
+    """A lone "0" read as ")" at no confidence is no scale end, but its box is where the end is printed."""
+    line = [_word(")", 10, 0.0), _word("GR", 260, 0.9), _word("(API)", 320, 0.9), _word("150", WIDTH - 46, 0.96)]
+    [curve] = curves_in(line, BOX)
+    assert curve.left.value is None and curve.right.value == 150.0
+    left, right = curve.end_words
+    assert left is not None and left.text == ")" and right is not None and right.text == "150"
+    assert [(side, word.text) for side, word in reread_words(curve)] == [(0, ")")]  # only the unread end
+
+
+def test_an_end_one_reading_missed_is_read_again_but_not_one_they_read_as_two_numbers() -> None:
+    missed = curves_in([_word(")", 10, 0.0), _word("GR", 260, 0.9), _word("150", WIDTH - 46, 0.96)], BOX)
+    read = curves_in([_word("0", 10, 0.87), _word("GR", 260, 0.9), _word("150", WIDTH - 46, 0.96)], BOX)
+    [curve] = agreed(missed, read, log_grid=False)
+    assert curve.left.value is None
+    [(side, word)] = reread_words(curve)
+    assert side == 0 and word.text == "0", "the word read as a number is the one kept"
+    # Two readings of two numbers that both fit (a CALI's 6-16 and 8-16): a third reading would only break the tie.
+    six = curves_in([_word("6", 10, 0.9), _word("CALI", 260, 0.9), _word("16", WIDTH - 34, 0.96)], BOX)
+    eight = curves_in([_word("8", 10, 0.9), _word("CALI", 260, 0.9), _word("16", WIDTH - 34, 0.96)], BOX)
+    [tied] = agreed(six, eight, log_grid=False)
+    assert tied.left.value is None and reread_words(tied) == []
+
+
+def test_an_end_read_again_is_the_number_both_new_readings_agree_on_one_of_them_sure() -> None:
+    lone = _word(")", 10, 0.0)
+    assert reread_end(lone, _digits("0", 0.9), _digits("0", 0.5), (0, 0), None, 18.0).value == 0.0
+    assert reread_end(lone, _digits("0", 0.9), _digits("8", 0.9), (0, 0), None, 18.0).value is None
+    assert reread_end(lone, _digits("0", MIN_CONFIDENCE - 0.01), _digits("0", 0.5), (0, 0), None, 18.0).value is None
+    assert reread_end(lone, _digits("0", 0.9), _digits("0", END_CONFIDENCE - 0.01), (0, 0), None, 18.0).value is None
+    assert reread_end(lone, [], _digits("0", 0.9), (0, 0), None, 18.0).value is None
+    assert reread_end(lone, _digits("0.", 0.9), _digits("0.", 0.9), (0, 0), None, 18.0).value == 0.0
+    assert reread_end(lone, _digits("-0.15", 0.9), _digits("-0.15", 0.9), (0, 0), None, 18.0).value == -0.15
+
+
+def test_an_end_read_again_must_match_a_number_a_first_reading_read_there() -> None:
+    """Two of three: a low-resolution "-80" read as a number by one reading and "30" by both new ones is left
+    empty; read "-80" again, it is kept."""
+    minus_eighty = _word("-80", 10, 0.85)
+    assert reread_end(minus_eighty, _digits("30", 0.7), _digits("30", 0.6), (0, 0), None, 18.0).value is None
+    assert reread_end(minus_eighty, _digits("-80", 0.7), _digits("-80", 0.6), (0, 0), None, 18.0).value == -80.0
+
+
+def test_on_small_text_only_a_zero_is_read_again() -> None:
+    """Under SIGN_TEXT_PX a minus is a pixel or two thick and every reading may miss it."""
+    lone = _word("O15", 300, 0.6)
+    small, tall = SIGN_TEXT_PX - 0.5, SIGN_TEXT_PX
+    assert reread_end(lone, _digits("0.15", 0.9), _digits("0.15", 0.9), (0, 0), None, small).value is None
+    assert reread_end(lone, _digits("0.15", 0.9), _digits("0.15", 0.9), (0, 0), None, tall).value == 0.15
+    assert reread_end(_word(")", 10, 0.0), _digits("0", 0.9), _digits("0", 0.9), (0, 0), None, small).value == 0.0
+
+
+def test_an_end_read_again_is_kept_only_where_the_lines_two_ends_then_fit_the_tracks_grid() -> None:
+    [curve] = curves_in([_word(")", 10, 0.0), _word("GR", 260, 0.9), _word("150", WIDTH - 46, 0.96)], BOX)
+    zero, eight = Reading(0.0, 0.9), Reading(8.0, 0.9)
+    assert with_reread(curve, {0: zero}, False, None).left == zero
+    assert with_reread(curve, {0: eight}, False, None) == curve, "8 to 150 is no span a linear track is printed over"
+    assert with_reread(curve, {0: zero}, None, None) == curve, "a track whose grid is unread checks nothing"
+    [lone] = curves_in([_word(")", 10, 0.0), _word("GR", 260, 0.9), _word("(API)", 320, 0.9)], BOX)
+    assert with_reread(lone, {0: zero}, False, None) == lone, "a lone end read again has nothing to check it"
+    [log] = curves_in([_word(")", 10, 0.0), _word("ILD", 260, 0.9), _word("2000", WIDTH - 58, 0.96)], BOX)
+    assert with_reread(log, {0: Reading(0.2, 0.9)}, True, 4).left.value == 0.2
+    assert with_reread(log, {0: Reading(2.0, 0.9)}, True, 4) == log, "three decades on a grid of four"

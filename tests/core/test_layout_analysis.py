@@ -140,6 +140,17 @@ def test_every_curve_of_a_header_is_proposed_and_one_whose_name_went_unread_is_l
 
 
 @needs_tesseract
+def test_a_lone_zero_tesseract_misreads_in_its_line_is_read_again_as_a_number() -> None:
+    """A generated page (tuning seed 20261124, page 1) whose GR's left end, a lone "0", the first reading of
+    its header takes for ")": read again from its box as digits, it is 0, which its right end checks."""
+    page = generate_page(20261124, 1)
+    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    ends = {(c["mnemonic"]["value"], c["left"]["value"], c["right"]["value"])
+            for s in proposal["sections"] for t in s["tracks"] for c in t["curves"]}
+    assert ("GR", 0.0, 150.0) in ends, ends
+
+
+@needs_tesseract
 def test_legend_inks_and_weights_are_read_off_the_line_samples_and_never_wrong() -> None:
     """Each read curve's ink (dark or light) and weight (thin or thick) as its header's line sample shows
     them: ink only on gray scans (a 1-bit scan prints every ink black), weights on both; what is proposed is

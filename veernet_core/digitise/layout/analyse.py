@@ -194,21 +194,20 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
     heights = [headers.text_height(crop, page.threshold) for crop in crops]
     sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
                    for blur in (False, True))
-    inks = iter([crop < page.threshold for crop in crops])
+    inks = [crop < page.threshold for crop in crops]
+    grids = [grid for finding in found for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True)
+             if box is not None]
+    agreed = []  # per header box: its curves, each field as both readings read it
+    for header, ink, grid in zip(boxes, inks, grids, strict=True):
+        agreed.append(headers.agreed(headers.curves_in(next(sharp), header, ink),
+                                     headers.curves_in(next(soft), header, ink), *_grid_kind(grid)))
+    agreed = _reread_ends(agreed, crops, heights, inks, grids, page.threshold, tesseract)
     read = []  # per header box: (its curves read and styled, their samples' rows, every sample in it)
-    for finding in found:
-        for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True):
-            if box is None:
-                continue
-            ink = next(inks)
-            log = None if grid is None else grid.scale == "log"
-            decades = grid.divisions if grid is not None and log else None
-            curves = headers.agreed(headers.curves_in(next(sharp), box, ink), headers.curves_in(next(soft), box, ink),
-                                    log, decades)
-            styles = [_style(page, box, curves, k) for k in range(len(curves))]
-            styled = [replace(c, style=style) for c, (style, _) in zip(curves, styles, strict=True)]
-            read.append((styled, [row for _, row in styles],
-                         headers.line_samples(page.ink, page.gray, page.paper, box)))
+    for header, curves in zip(boxes, agreed, strict=True):
+        styles = [_style(page, header, curves, k) for k in range(len(curves))]
+        styled = [replace(c, style=style) for c, (style, _) in zip(curves, styles, strict=True)]
+        read.append((styled, [row for _, row in styles],
+                     headers.line_samples(page.ink, page.gray, page.paper, header)))
     # How far a legend's sample sits under its curve's text, as the read curves of the page show it.
     below = [row - c.row for curves, rows, _ in read for c, row in zip(curves, rows, strict=True) if row is not None]
     black = headers.page_black(page.gray, page.ink, page.paper) if read else 1.0
@@ -225,6 +224,37 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             curves = [replace(c, style=_style(page, box, curves, k)[0]) if c.mnemonic.value is None
                       and c.style.value is None else c for k, c in enumerate(curves)]
             finding.curves.append(headers.legend(curves, rows, samples, black, page.tones))
+
+
+def _reread_ends(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarray], heights: list[float],
+                 inks: list[np.ndarray], grids: list[ValueGrid | None], threshold: int,
+                 tesseract: str | None) -> list[list[headers.CurveHeader]]:
+    """Every scale end left unread, read again from its word's box as a number, twice (sharp and soft), all of
+    a page's in one Tesseract run per reading; kept where the line's ends then fit its track's grid
+    (`headers.with_reread`)."""
+    wanted = [(b, k, side, word, *headers.reread_crop(crops[b], word, heights[b]))
+              for b, curves in enumerate(agreed) for k, curve in enumerate(curves)
+              for side, word in headers.reread_words(curve)]
+    if not wanted:
+        return agreed
+    cut = [crop for *_, crop, _ in wanted]
+    sharp, soft = (ocr.read_crops(cut, [heights[b] for b, *_ in wanted], threshold, headers.END_DIGITS,
+                                  tesseract=tesseract, soft=blur) for blur in (False, True))
+    ends: dict[tuple[int, int], dict[int, headers.Reading]] = {}
+    for (b, k, side, word, _, offset), first, second in zip(wanted, sharp, soft, strict=True):
+        ends.setdefault((b, k), {})[side] = headers.reread_end(word, first, second, offset, inks[b],
+                                                               agreed[b][k].height)
+    mended = []
+    for b, (curves, grid) in enumerate(zip(agreed, grids, strict=True)):
+        mended.append([headers.with_reread(curve, ends[(b, k)], *_grid_kind(grid)) if (b, k) in ends else curve
+                       for k, curve in enumerate(curves)])
+    return mended
+
+
+def _grid_kind(grid: ValueGrid | None) -> tuple[bool | None, int | None]:
+    """Whether a track's value grid is logarithmic (None: unread), and its decades if it is."""
+    log = None if grid is None else grid.scale == "log"
+    return log, grid.divisions if grid is not None and log else None
 
 
 def _style(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader],

@@ -35,10 +35,18 @@ KNOWN_UNITS = frozenset((
     "US/M", "B/E", "BARN/E", "CU", "DEGF", "DEGC", "DEG", "LB/F", "PSI", "KPA", "MPA", "PPM", "CPS", "CPM", "MR/H",
     "UR/H", "PERCENT",
 ))
+END_ZONE = 0.35  # a scale end is printed in the outer 0.35 of its header box's width, either side
 MIN_CONFIDENCE = 0.6  # a scale end's: a digit misread is a plausible number, which only its pair checks
 # A scale end is proposed where both readings read the same number, one of them at MIN_CONFIDENCE or more and
 # the other at END_CONFIDENCE or more: Tesseract is often unsure of a lone "0".
 END_CONFIDENCE = 0.3
+# An unread end is read again from its word's box with this share of the text's height of paper around it, and
+# Tesseract told it is digits (END_DIGITS): a lone "0" it reads as ")" or "Q" in a line of words, it reads as 0.
+REREAD_MARGIN = 0.3
+END_DIGITS = "0123456789.-"
+# Below this text height a minus is a pixel or two thick, and all three readings may miss it (a 150 dpi NPHI's
+# "-0.15" read 0.15): a scale end read again there is kept only where it is 0, whose sign does not matter.
+SIGN_TEXT_PX = 12.0
 DECIMAL_COMMA = re.compile(r"^[-+]?\d+,\d{1,2}$")
 # A lone zero as Tesseract reads it where a scale end is printed (GR's and PEF's left end): a letter O, a Q, or
 # the glyph read as two letters.
@@ -76,6 +84,10 @@ class CurveHeader:
     height: float  # of its words, in pixels
     ink: Reading = Reading(None, 0.0)  # "dark" or "light", from its line sample's darkness against the page's black
     weight: Reading = Reading(None, 0.0)  # "thin" or "thick", from its line sample's width against the track's others
+    # The line's outermost words in its left and right end zones, whatever Tesseract read them as (a lone "0"
+    # read as ")"), in the header crop's pixels: where an end is unread, they are read again as numbers
+    # (`reread_boxes`, `with_reread`).
+    end_words: tuple[Word | None, Word | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,9 @@ def curves_in(words: list[Word], box: TextBox, ink: np.ndarray | None = None) ->
     end read without its sign is negative where a minus is printed before it (`_minus`)."""
     lines: dict[int, list[Word]] = {}
     dashes: dict[int, list[Word]] = {}
+    every: dict[int, list[Word]] = {}
     for word in words:
+        every.setdefault(word.line, []).append(word)
         if word.confidence >= NAME_CONFIDENCE and any(ch.isalnum() for ch in word.text):
             lines.setdefault(word.line, []).append(word)
         elif word.text.strip(DASHES) == "":
@@ -131,8 +145,18 @@ def curves_in(words: list[Word], box: TextBox, ink: np.ndarray | None = None) ->
     for key, line in sorted(lines.items(), key=lambda item: min(w.top for w in item[1])):
         curve = _curve(sorted(line, key=lambda w: w.left), box, ink, dashes.get(key, []))
         if curve is not None:
-            curves.append(curve)
+            curves.append(replace(curve, end_words=_end_words(every[key], box)))
     return curves
+
+
+def _end_words(line: list[Word], box: TextBox) -> tuple[Word | None, Word | None]:
+    """The line's outermost words in its end zones (the outer 0.35 of the box either side), dirt and doubted
+    words included: where a scale end is printed, whatever Tesseract made of it."""
+    width = box.right - box.left + 1
+    left = min((w for w in line if _centre(w) < END_ZONE * width), key=lambda w: w.left, default=None)
+    right = max((w for w in line if _centre(w) > (1 - END_ZONE) * width), key=lambda w: w.left + w.width,
+                default=None)
+    return left, right
 
 
 def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[Word]) -> CurveHeader | None:
@@ -147,9 +171,10 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     while ends and ends[-1].confidence < MIN_CONFIDENCE and not NUMBER.match(_number_text(ends[-1].text)):
         ends = ends[:-1]
     left = right = None
-    if ends and NUMBER.match(_number_text(ends[0].text)) and _centre(ends[0]) < 0.35 * width:
+    if ends and NUMBER.match(_number_text(ends[0].text)) and _centre(ends[0]) < END_ZONE * width:
         left = ends[0]
-    if ends and ends[-1] is not left and NUMBER.match(_number_text(ends[-1].text)) and _centre(ends[-1]) > 0.65 * width:
+    if ends and ends[-1] is not left and NUMBER.match(_number_text(ends[-1].text)) \
+            and _centre(ends[-1]) > (1 - END_ZONE) * width:
         right = ends[-1]
     names = [replace(w, text=_name_text(w.text, w.confidence)) for w in line if w is not left and w is not right]
     # The surest word that can be a name: a misread scale end beside it ("O02." for "0.2") can look like one.
@@ -513,17 +538,89 @@ def agreed(first: list[CurveHeader], second: list[CurveHeader], log_grid: bool |
             continue
         mnemonic = same(curve.mnemonic, twin.mnemonic)
         left, right = _agreed_ends(curve, twin, log_grid, decades)
+        # An end the two readings read as two numbers is not read again: a third reading would only break the tie
+        # (a CALI's 6 read 8 by two readings of three).
+        end_words = tuple(None if _two_numbers(a, b) else _end_word(curve.end_words[side], twin.end_words[side])
+                          for side, (a, b) in enumerate(((curve.left, twin.left), (curve.right, twin.right))))
         if mnemonic.value is None:
             # A line whose name the readings do not agree on is a curve with its name left for the person
             # where they agree on a scale end; its unit where both read the same known one.
             if left.value is not None or right.value is not None:
                 kept.append(replace(curve, mnemonic=mnemonic, unit=same(curve.unit, twin.unit), left=left,
-                                    right=right))
+                                    right=right, end_words=(end_words[0], end_words[1])))
             continue
         unit = curve.unit if twin.unit.value is None else twin.unit if curve.unit.value is None else \
             same(curve.unit, twin.unit)
-        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right))
+        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right,
+                            end_words=(end_words[0], end_words[1])))
     return kept
+
+
+def _two_numbers(a: Reading, b: Reading) -> bool:
+    return a.value is not None and b.value is not None and a.value != b.value
+
+
+def _end_word(first: Word | None, second: Word | None) -> Word | None:
+    """Of the two readings' words in an end zone, the one read as a number, else the first reading's."""
+    numbers = [w for w in (first, second) if w is not None and NUMBER.match(_number_text(w.text))]
+    return numbers[0] if numbers else first or second
+
+
+def reread_words(curve: CurveHeader) -> list[tuple[int, Word]]:
+    """The ends to read again as numbers: (0 left or 1 right, the word in its zone) where the end is unread."""
+    ends = (curve.left, curve.right)
+    return [(side, word) for side, word in enumerate(curve.end_words) if word is not None and ends[side].value is None]
+
+
+def reread_crop(crop: np.ndarray, word: Word, text_height: float) -> tuple[np.ndarray, tuple[int, int]]:
+    """A word's box in its header crop, with REREAD_MARGIN of the text's height of the crop around it, and the
+    box's (top, left) offset in the crop."""
+    margin = max(2, round(REREAD_MARGIN * text_height))
+    top, left = max(0, round(word.top) - margin), max(0, round(word.left) - margin)
+    bottom = min(crop.shape[0], round(word.top + word.height) + margin)
+    right = min(crop.shape[1], round(word.left + word.width) + margin)
+    return crop[top:bottom, left:right], (top, left)
+
+
+def reread_end(word: Word, first: list[Word], second: list[Word], offset: tuple[int, int],
+               ink: np.ndarray | None, text_height: float) -> Reading:
+    """A scale end read again as a number (Tesseract told the digits only) from the box of `word`, what the line's
+    readings read there: the text both new readings of the box read alike, a number, one reading at MIN_CONFIDENCE
+    or more and the other at END_CONFIDENCE or more, negative as `_number` reads it (`ink`: the header crop's,
+    which `offset` places the box in); and where `word` was read as a number, the same number (two of three
+    readings agree; a low-resolution "-80" read "30" by both new ones). On text under SIGN_TEXT_PX tall, only 0."""
+    joined = []
+    for words in (first, second):
+        ordered = sorted(words, key=lambda w: w.left)
+        if not ordered:
+            return Reading(None, 0.0)
+        top, left = min(w.top for w in ordered), min(w.left for w in ordered)
+        joined.append(Word("".join(w.text for w in ordered), min(w.confidence for w in ordered), offset[1] + left,
+                           offset[0] + top, max(w.left + w.width for w in ordered) - left,
+                           max(w.top + w.height for w in ordered) - top, 0))
+    a, b = joined
+    if a.text != b.text or not NUMBER.match(a.text) or max(a.confidence, b.confidence) < MIN_CONFIDENCE \
+            or min(a.confidence, b.confidence) < END_CONFIDENCE:
+        return Reading(None, 0.0)
+    sure = a if a.confidence >= b.confidence else b
+    reading = replace(_number(sure, ink, []), confidence=min(a.confidence, b.confidence))
+    before = _number(word, ink, []) if NUMBER.match(_number_text(word.text)) else None
+    if (before is not None and before.value != reading.value) or (text_height < SIGN_TEXT_PX and reading.value != 0):
+        return Reading(None, 0.0)
+    return reading
+
+
+def with_reread(curve: CurveHeader, ends: dict[int, Reading], log_grid: bool | None,
+                decades: int | None) -> CurveHeader:
+    """The curve with its unread ends read again (`ends`, by side), kept only where the line's two ends then
+    fit the track's value grid (`ends_fit`): a second chance at a misread end is taken where its pair checks
+    it, never for a lone end nor on a track whose grid is unread."""
+    left = curve.left if curve.left.value is not None else ends.get(0, Reading(None, 0.0))
+    right = curve.right if curve.right.value is not None else ends.get(1, Reading(None, 0.0))
+    if log_grid is None or not isinstance(left.value, float) or not isinstance(right.value, float) \
+            or not ends_fit(left.value, right.value, log_grid, decades):
+        return curve
+    return replace(curve, left=left, right=right)
 
 
 def _agreed_ends(first: CurveHeader, second: CurveHeader, log_grid: bool | None,
