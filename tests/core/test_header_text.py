@@ -311,12 +311,18 @@ def test_an_end_read_again_is_the_number_both_new_readings_agree_on_one_of_them_
     assert reread_end(lone, _digits("-0.15", 0.9), _digits("-0.15", 0.9), (0, 0), None, 18.0).value == -0.15
 
 
-def test_an_end_read_again_must_match_a_number_a_first_reading_read_there() -> None:
-    """Two of three: a low-resolution "-80" read as a number by one reading and "30" by both new ones is left
-    empty; read "-80" again, it is kept."""
+def test_an_end_read_again_is_one_number_two_of_three_readings_read_and_none_contradicts() -> None:
+    """A low-resolution "-80" read as a number by a first reading and "30" by both new ones is left empty, and
+    so is a PEF's "0" both new ones read "9": which is right, nothing tells. Where the first reading's number and
+    one new reading agree, one of them sure, the end is read though the other new reading read nothing."""
     minus_eighty = _word("-80", 10, 0.85)
     assert reread_end(minus_eighty, _digits("30", 0.7), _digits("30", 0.6), (0, 0), None, 18.0).value is None
     assert reread_end(minus_eighty, _digits("-80", 0.7), _digits("-80", 0.6), (0, 0), None, 18.0).value == -80.0
+    zero = _word("0", 10, 0.73)
+    assert reread_end(zero, _digits("9", 0.44), _digits("9", 0.75), (0, 0), None, 18.0).value is None
+    assert reread_end(zero, _digits("0", 0.84), [], (0, 0), None, 18.0).value == 0.0
+    assert reread_end(_word("0", 10, END_CONFIDENCE - 0.01), _digits("0", 0.84), [], (0, 0), None, 18.0).value is None
+    assert reread_end(zero, _digits("0", 0.84), _digits("8", 0.9), (0, 0), None, 18.0).value is None
 
 
 def test_on_small_text_only_a_zero_is_read_again() -> None:

@@ -585,29 +585,29 @@ def reread_crop(crop: np.ndarray, word: Word, text_height: float) -> tuple[np.nd
 def reread_end(word: Word, first: list[Word], second: list[Word], offset: tuple[int, int],
                ink: np.ndarray | None, text_height: float) -> Reading:
     """A scale end read again as a number (Tesseract told the digits only) from the box of `word`, what the line's
-    readings read there: the text both new readings of the box read alike, a number, one reading at MIN_CONFIDENCE
-    or more and the other at END_CONFIDENCE or more, negative as `_number` reads it (`ink`: the header crop's,
-    which `offset` places the box in); and where `word` was read as a number, the same number (two of three
-    readings agree; a low-resolution "-80" read "30" by both new ones). On text under SIGN_TEXT_PX tall, only 0."""
-    joined = []
+    readings read there. Of the three readings (`word`, and the new `first` and `second`; negative as `_number`
+    reads them, `ink` being the header crop's, which `offset` places the new boxes in), two or three read one
+    number, one of them at MIN_CONFIDENCE or more and another at END_CONFIDENCE or more, and none reads another
+    (a low-resolution "-80" read "30" by both new ones; a PEF's "0" read "9" by both). On text under
+    SIGN_TEXT_PX tall, only 0."""
+    votes = [_number(word, ink, []) if NUMBER.match(_number_text(word.text)) else Reading(None, 0.0)]
     for words in (first, second):
         ordered = sorted(words, key=lambda w: w.left)
         if not ordered:
-            return Reading(None, 0.0)
+            votes.append(Reading(None, 0.0))
+            continue
         top, left = min(w.top for w in ordered), min(w.left for w in ordered)
-        joined.append(Word("".join(w.text for w in ordered), min(w.confidence for w in ordered), offset[1] + left,
-                           offset[0] + top, max(w.left + w.width for w in ordered) - left,
-                           max(w.top + w.height for w in ordered) - top, 0))
-    a, b = joined
-    if a.text != b.text or not NUMBER.match(a.text) or max(a.confidence, b.confidence) < MIN_CONFIDENCE \
-            or min(a.confidence, b.confidence) < END_CONFIDENCE:
+        joined = Word("".join(w.text for w in ordered), min(w.confidence for w in ordered), offset[1] + left,
+                      offset[0] + top, max(w.left + w.width for w in ordered) - left,
+                      max(w.top + w.height for w in ordered) - top, 0)
+        votes.append(_number(joined, ink, []) if NUMBER.match(joined.text) else Reading(None, 0.0))
+    numbers = [(v.value, v.confidence) for v in votes if isinstance(v.value, float)]
+    agreeing = sorted((confidence for _, confidence in numbers), reverse=True)
+    if len(numbers) < 2 or len({value for value, _ in numbers}) > 1 or agreeing[0] < MIN_CONFIDENCE \
+            or agreeing[1] < END_CONFIDENCE:
         return Reading(None, 0.0)
-    sure = a if a.confidence >= b.confidence else b
-    reading = replace(_number(sure, ink, []), confidence=min(a.confidence, b.confidence))
-    before = _number(word, ink, []) if NUMBER.match(_number_text(word.text)) else None
-    if (before is not None and before.value != reading.value) or (text_height < SIGN_TEXT_PX and reading.value != 0):
-        return Reading(None, 0.0)
-    return reading
+    value = numbers[0][0]
+    return Reading(None, 0.0) if text_height < SIGN_TEXT_PX and value != 0 else Reading(value, agreeing[1])
 
 
 def with_reread(curve: CurveHeader, ends: dict[int, Reading], log_grid: bool | None,
