@@ -89,8 +89,7 @@ class Heartbeat(threading.Thread):
     the job back (one attempt lost to infrastructure, so a device that always hangs ends in a failed job at
     MAX_INFRA_ATTEMPTS) and ends itself; the job resumes from its last checkpoint in a fresh process."""
 
-    def __init__(self, job_id: int, attempt: int, settings: Settings, kind: str,
-                 end_process: Callable[[], None] | None = None) -> None:
+    def __init__(self, job_id: int, attempt: int, settings: Settings, kind: str) -> None:
         super().__init__(name=f"heartbeat-{job_id}", daemon=True)
         self.job_id, self.attempt, self.settings, self.kind = job_id, attempt, settings, kind
         self.lost = threading.Event()
@@ -98,7 +97,7 @@ class Heartbeat(threading.Thread):
         self.stalled = threading.Event()
         self._stop_event = threading.Event()
         self._job_thread = threading.get_ident()  # the thread that runs the job: whose stack a stall shows
-        self._end_process = end_process or end_stalled_process
+        self._end_process: Callable[[], None] = end_stalled_process  # what ends the process (tests record it)
         self._progress = (time.monotonic(), "start", 0.0)  # when, into which phase, its expected seconds
 
     def progressed(self, phase: str, expected_s: float = 0.0) -> None:
@@ -117,8 +116,7 @@ class Heartbeat(threading.Thread):
             self.cancel_requested.set()
 
     def check_stall(self) -> bool:
-        """True if the job has stalled; it is then handed back and (unless a test gave its own
-        ``end_process``) this process ends."""
+        """True if the job has stalled; it is then handed back and this process ends."""
         if not self.settings.stall_seconds:
             return False
         at, phase, expected = self._progress
