@@ -48,10 +48,10 @@ class Settings(BaseSettings):
     # A job message a worker took and no pool process started within this long restarts the worker
     # (worker/handoff.py): a fresh process takes the job from the reaper's re-sent message.
     worker_handoff_seconds: float = Field(default=30.0, gt=0)
-    # A job whose process made no progress for this long (nor for 3x the expected length of the step,
-    # validation or checkpoint it is in) has stalled: a hung device call or data read, while its heartbeat
-    # thread still renews the lease. The process records it, hands the job back (one attempt lost to
-    # infrastructure) and ends itself (worker/attempt.py). 0 = never.
+    # A training job that, after its first progress report, made none for this long (nor for 3x the expected
+    # length of the step, validation or checkpoint it is in) has stalled: a hung device call or data read,
+    # while its heartbeat thread still renews the lease. The process records it, hands the job back (one
+    # attempt lost to infrastructure) and ends itself (worker/attempt.py). 0 = never.
     stall_seconds: float = Field(default=1800.0, ge=0)
     # Uploads to POST /segment: the widest scans (12,800 x 640 px) fit four times over.
     max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)

@@ -84,10 +84,11 @@ class Heartbeat(threading.Thread):
 
     The lease says the process is alive, not that its job moves: a training thread stuck in a hung device
     call or data read would keep its lease for ever while this thread beats. So the job thread marks each
-    step of progress (``progressed``), and a job that made none for STALL_SECONDS, or for STALL_FACTOR times
-    what the phase it is in is expected to take, has stalled: its process records where it was stuck, hands
-    the job back (one attempt lost to infrastructure, so a device that always hangs ends in a failed job at
-    MAX_INFRA_ATTEMPTS) and ends itself; the job resumes from its last checkpoint in a fresh process."""
+    step of progress (``progressed``), and a job that, since its first, made none for STALL_SECONDS, or for
+    STALL_FACTOR times what the phase it is in is expected to take, has stalled: its process records where it
+    was stuck, hands the job back (one attempt lost to infrastructure, so a device that always hangs ends in a
+    failed job at MAX_INFRA_ATTEMPTS) and ends itself; the job resumes from its last checkpoint in a fresh
+    process. Segment and probe jobs report no progress, and are not watched."""
 
     def __init__(self, job_id: int, attempt: int, settings: Settings, kind: str) -> None:
         super().__init__(name=f"heartbeat-{job_id}", daemon=True)
@@ -98,7 +99,10 @@ class Heartbeat(threading.Thread):
         self._stop_event = threading.Event()
         self._job_thread = threading.get_ident()  # the thread that runs the job: whose stack a stall shows
         self._end_process: Callable[[], None] = end_stalled_process  # what ends the process (tests record it)
-        self._progress = (time.monotonic(), "start", 0.0)  # when, into which phase, its expected seconds
+        # When the job last moved, into which phase, and that phase's expected seconds. None until its first
+        # report: a job's setup (opening a dataset of 100,000 images, reading each one's size off S3; downloading
+        # its checkpoint) reports nothing and may take long, so the watch starts at the first report.
+        self._progress: tuple[float, str, float] | None = None
 
     def progressed(self, phase: str, expected_s: float = 0.0) -> None:
         """The job moved on, into ``phase`` (a training step, a validation, a checkpoint, ...), which it
@@ -117,7 +121,7 @@ class Heartbeat(threading.Thread):
 
     def check_stall(self) -> bool:
         """True if the job has stalled; it is then handed back and this process ends."""
-        if not self.settings.stall_seconds:
+        if not self.settings.stall_seconds or self._progress is None:
             return False
         at, phase, expected = self._progress
         idle = time.monotonic() - at

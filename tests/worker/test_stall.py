@@ -46,7 +46,7 @@ class StuckJob:
         self.release = threading.Event()
         self.heartbeat: Heartbeat | None = None
         self.ready = threading.Event()
-        self.progress: Callable[[Heartbeat], None] = lambda heartbeat: None
+        self.progress: Callable[[Heartbeat], None] = lambda heartbeat: heartbeat.progressed("train")  # a step done
         self.thread = threading.Thread(target=self._job, name="job-thread", daemon=True)
 
     def _job(self) -> None:
@@ -110,10 +110,10 @@ def test_a_stuck_job_is_recorded_where_it_hung_handed_back_and_its_process_ended
     events = job.events()
     assert [e.kind for e in events][-2:] == ["stalled", "requeued"], [e.kind for e in events]
     stalled = events[-2]
-    assert stalled.attempt == job.attempt and "no progress for" in stalled.message and "'start'" in stalled.message
+    assert stalled.attempt == job.attempt and "no progress for" in stalled.message and "'train'" in stalled.message
     assert "STALL_SECONDS" in stalled.message
     data = stalled.data or {}
-    assert data["phase"] == "start" and data["idle_seconds"] >= 0.5 and data["allowed_seconds"] == 0.5
+    assert data["phase"] == "train" and data["idle_seconds"] >= 0.5 and data["allowed_seconds"] == 0.5
     assert "wait_here_for_ever" in "".join(data["stack"]), data["stack"]
     assert "infrastructure recovery 1 of" in events[-1].message
     assert take_messages(service.broker_url, "train") == [("veernet.train", [job.job_id])], "sent again"
@@ -147,6 +147,15 @@ def test_a_phase_expected_to_be_long_gets_its_factor_before_it_stalls(stuck: Cal
     stalled = next(e for e in job.events() if e.kind == "stalled")
     assert (stalled.data or {})["phase"] == "validate" and (stalled.data or {})["allowed_seconds"] == 1.5
     assert "allowed 2 s: 3x the phase's measured 0.5 s" in stalled.message, stalled.message
+
+
+def test_a_job_still_setting_up_is_not_watched(stuck: Callable[..., StuckJob]) -> None:
+    """Before its first report a job opens its data and measures its memory, which reports nothing and may
+    take long (a large labelled dataset's image sizes read off S3): the watch starts at the first report."""
+    job = stuck(STALL_SECONDS=0.2).start(lambda heartbeat: None)
+    time.sleep(1.0)
+    assert not job.ended.is_set() and job.job().status == "running"
+    assert "stalled" not in [e.kind for e in job.events()]
 
 
 def test_stall_seconds_zero_watches_nothing(stuck: Callable[..., StuckJob]) -> None:
