@@ -14,6 +14,7 @@ from veernet_core.digitise.layout.headers import (
     MIN_CONFIDENCE,
     NAME_CONFIDENCE,
     SIGN_TEXT_PX,
+    UNANIMOUS_TEXT_PX,
     Reading,
     agreed,
     check_ends,
@@ -345,3 +346,14 @@ def test_an_end_read_again_is_kept_only_where_the_lines_two_ends_then_fit_the_tr
     [log] = curves_in([_word(")", 10, 0.0), _word("ILD", 260, 0.9), _word("2000", WIDTH - 58, 0.96)], BOX)
     assert with_reread(log, {0: Reading(0.2, 0.9)}, True, 4).left.value == 0.2
     assert with_reread(log, {0: Reading(2.0, 0.9)}, True, 4) == log, "three decades on a grid of four"
+
+
+def test_an_end_all_three_readings_read_alike_needs_less_confidence_on_tall_text_only() -> None:
+    """An SP's "20" Tesseract doubts each time (0.27, 0.44, 0.49) is read on tall text; on small text a digit
+    confused alike three times ("16" read "46") is not."""
+    twenty = _word("20", WIDTH - 34, 0.27)
+    tall, small = UNANIMOUS_TEXT_PX, UNANIMOUS_TEXT_PX - 0.5
+    assert reread_end(twenty, _digits("20", 0.44), _digits("20", 0.49), (0, 0), None, tall).value == 20.0
+    assert reread_end(twenty, _digits("20", 0.44), _digits("20", 0.49), (0, 0), None, small).value is None
+    assert reread_end(twenty, _digits("20", 0.2), _digits("20", 0.25), (0, 0), None, tall).value is None
+    assert reread_end(twenty, _digits("20", 0.44), [], (0, 0), None, tall).value is None, "two of three: one sure"

@@ -47,6 +47,10 @@ END_DIGITS = "0123456789.-"
 # Below this text height a minus is a pixel or two thick, and all three readings may miss it (a 150 dpi NPHI's
 # "-0.15" read 0.15): a scale end read again there is kept only where it is 0, whose sign does not matter.
 SIGN_TEXT_PX = 12.0
+# Where all three readings read one number, one of them at END_CONFIDENCE is enough on text this tall or taller:
+# Tesseract doubts some fonts' clear digits (an SP's "20" at 0.27, 0.44 and 0.49 on 33 px text), but on small
+# text it confuses digits alike three times (a CALI's "16" read "46" on 14 px text; tuning seed 777).
+UNANIMOUS_TEXT_PX = 16.0
 DECIMAL_COMMA = re.compile(r"^[-+]?\d+,\d{1,2}$")
 # A lone zero as Tesseract reads it where a scale end is printed (GR's and PEF's left end): a letter O, a Q, or
 # the glyph read as two letters.
@@ -588,8 +592,8 @@ def reread_end(word: Word, first: list[Word], second: list[Word], offset: tuple[
     readings read there. Of the three readings (`word`, and the new `first` and `second`; negative as `_number`
     reads them, `ink` being the header crop's, which `offset` places the new boxes in), two or three read one
     number, one of them at MIN_CONFIDENCE or more and another at END_CONFIDENCE or more, and none reads another
-    (a low-resolution "-80" read "30" by both new ones; a PEF's "0" read "9" by both). On text under
-    SIGN_TEXT_PX tall, only 0."""
+    (a low-resolution "-80" read "30" by both new ones; a PEF's "0" read "9" by both); where all three read it
+    on text UNANIMOUS_TEXT_PX tall or taller, one at END_CONFIDENCE. On text under SIGN_TEXT_PX tall, only 0."""
     votes = [_number(word, ink, []) if NUMBER.match(_number_text(word.text)) else Reading(None, 0.0)]
     for words in (first, second):
         ordered = sorted(words, key=lambda w: w.left)
@@ -603,8 +607,12 @@ def reread_end(word: Word, first: list[Word], second: list[Word], offset: tuple[
         votes.append(_number(joined, ink, []) if NUMBER.match(joined.text) else Reading(None, 0.0))
     numbers = [(v.value, v.confidence) for v in votes if isinstance(v.value, float)]
     agreeing = sorted((confidence for _, confidence in numbers), reverse=True)
-    if len(numbers) < 2 or len({value for value, _ in numbers}) > 1 or agreeing[0] < MIN_CONFIDENCE \
-            or agreeing[1] < END_CONFIDENCE:
+    if len(numbers) < 2 or len({value for value, _ in numbers}) > 1:
+        return Reading(None, 0.0)
+    # All three read it, on text tall enough that digits are not confused: Tesseract's doubt says less.
+    unanimous = len(numbers) == len(votes) and text_height >= UNANIMOUS_TEXT_PX
+    if agreeing[0] < (END_CONFIDENCE if unanimous else MIN_CONFIDENCE) \
+            or (not unanimous and agreeing[1] < END_CONFIDENCE):
         return Reading(None, 0.0)
     value = numbers[0][0]
     return Reading(None, 0.0) if text_height < SIGN_TEXT_PX and value != 0 else Reading(value, agreeing[1])
