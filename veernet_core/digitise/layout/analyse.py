@@ -195,13 +195,13 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
     sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
                    for blur in (False, True))
     inks = [crop < page.threshold for crop in crops]
-    grids = [grid for finding in found for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True)
-             if box is not None]
+    kinds = [_grid_kind(grid) for finding in found
+             for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True) if box is not None]
     agreed = []  # per header box: its curves, each field as both readings read it
-    for header, ink, grid in zip(boxes, inks, grids, strict=True):
+    for header, ink, kind in zip(boxes, inks, kinds, strict=True):
         agreed.append(headers.agreed(headers.curves_in(next(sharp), header, ink),
-                                     headers.curves_in(next(soft), header, ink), *_grid_kind(grid)))
-    agreed = _reread_ends(agreed, crops, heights, inks, grids, page.threshold, tesseract)
+                                     headers.curves_in(next(soft), header, ink), *kind))
+    agreed = _reread_ends(agreed, crops, heights, inks, kinds, page.threshold, tesseract)
     read = []  # per header box: (its curves read and styled, their samples' rows, every sample in it)
     for header, curves in zip(boxes, agreed, strict=True):
         styles = [_style(page, header, curves, k) for k in range(len(curves))]
@@ -227,11 +227,11 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
 
 
 def _reread_ends(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarray], heights: list[float],
-                 inks: list[np.ndarray], grids: list[ValueGrid | None], threshold: int,
+                 inks: list[np.ndarray], kinds: list[tuple[bool | None, int | None]], threshold: int,
                  tesseract: str | None) -> list[list[headers.CurveHeader]]:
     """Every scale end left unread, read again from its word's box as a number, twice (sharp and soft), all of
     a page's in one Tesseract run per reading; kept where the line's ends then fit its track's grid
-    (`headers.with_reread`)."""
+    (`headers.with_reread`; `kinds`: each box's track grid, as `_grid_kind` gives it)."""
     wanted = [(b, k, side, word, *headers.reread_crop(crops[b], word, heights[b]))
               for b, curves in enumerate(agreed) for k, curve in enumerate(curves)
               for side, word in headers.reread_words(curve)]
@@ -245,8 +245,8 @@ def _reread_ends(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarray
         ends.setdefault((b, k), {})[side] = headers.reread_end(word, first, second, offset, inks[b],
                                                                agreed[b][k].height)
     mended = []
-    for b, (curves, grid) in enumerate(zip(agreed, grids, strict=True)):
-        mended.append([headers.with_reread(curve, ends[(b, k)], *_grid_kind(grid)) if (b, k) in ends else curve
+    for b, (curves, kind) in enumerate(zip(agreed, kinds, strict=True)):
+        mended.append([headers.with_reread(curve, ends[(b, k)], *kind) if (b, k) in ends else curve
                        for k, curve in enumerate(curves)])
     return mended
 

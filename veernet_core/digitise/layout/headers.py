@@ -90,7 +90,7 @@ class CurveHeader:
     weight: Reading = Reading(None, 0.0)  # "thin" or "thick", from its line sample's width against the track's others
     # The line's outermost words in its left and right end zones, whatever Tesseract read them as (a lone "0"
     # read as ")"), in the header crop's pixels: where an end is unread, they are read again as numbers
-    # (`reread_boxes`, `with_reread`).
+    # (`reread_words`, `with_reread`).
     end_words: tuple[Word | None, Word | None] = (None, None)
 
 
@@ -542,22 +542,26 @@ def agreed(first: list[CurveHeader], second: list[CurveHeader], log_grid: bool |
             continue
         mnemonic = same(curve.mnemonic, twin.mnemonic)
         left, right = _agreed_ends(curve, twin, log_grid, decades)
-        # An end the two readings read as two numbers is not read again: a third reading would only break the tie
-        # (a CALI's 6 read 8 by two readings of three).
-        end_words = tuple(None if _two_numbers(a, b) else _end_word(curve.end_words[side], twin.end_words[side])
-                          for side, (a, b) in enumerate(((curve.left, twin.left), (curve.right, twin.right))))
+        end_words = _end_words_of(curve, twin)
         if mnemonic.value is None:
             # A line whose name the readings do not agree on is a curve with its name left for the person
             # where they agree on a scale end; its unit where both read the same known one.
             if left.value is not None or right.value is not None:
                 kept.append(replace(curve, mnemonic=mnemonic, unit=same(curve.unit, twin.unit), left=left,
-                                    right=right, end_words=(end_words[0], end_words[1])))
+                                    right=right, end_words=end_words))
             continue
         unit = curve.unit if twin.unit.value is None else twin.unit if curve.unit.value is None else \
             same(curve.unit, twin.unit)
-        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right,
-                            end_words=(end_words[0], end_words[1])))
+        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right, end_words=end_words))
     return kept
+
+
+def _end_words_of(first: CurveHeader, second: CurveHeader) -> tuple[Word | None, Word | None]:
+    """A line's words to read its ends again from (`_end_word`), but for an end its two readings read as two
+    numbers: a third reading would only break the tie (a CALI's 6 read 8 by two readings of three)."""
+    left = None if _two_numbers(first.left, second.left) else _end_word(first.end_words[0], second.end_words[0])
+    right = None if _two_numbers(first.right, second.right) else _end_word(first.end_words[1], second.end_words[1])
+    return left, right
 
 
 def _two_numbers(a: Reading, b: Reading) -> bool:
