@@ -28,6 +28,7 @@ from e2e_jobs import (
     tiny_config,
     wait_checkpoint,
     wait_finished,
+    wait_gone,
     wait_running,
     weight_differences,
 )
@@ -88,7 +89,7 @@ def test_a_job_stuck_on_a_hung_loader_worker_is_handed_back_and_resumes_from_its
     worker = stack.workers[0]
     assert f"exitcode {STALLED_EXIT}" in worker.output(), worker.tail()
     for pid in {process, *stopped}:
-        wait_until(lambda pid=pid: not _running(pid), 30, f"process {pid} to be gone")
+        wait_gone(pid, 30)
 
     # Attempt 2 resumed from attempt 1's newest checkpoint and ended with an uninterrupted run's bits.
     newest = [e for e in first if e.kind == "checkpoint"][-1]
@@ -99,11 +100,3 @@ def test_a_job_stuck_on_a_hung_loader_worker_is_handed_back_and_resumes_from_its
     differing = weight_differences(reference.final_model(), final)
     assert not differing, f"final weights differ from the uninterrupted run in {differing}"
 
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie awaiting its parent."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(") ", 1)[-1][0] != "Z"
-    except FileNotFoundError:
-        return False

@@ -22,8 +22,10 @@ import pytest
 from sqlalchemy import select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))  # the API tests' broker reader
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))  # and the e2e tests' process helpers
 
 from api_testkit import take_messages
+from e2e_procs import pid_alive, wait_until
 
 from api import jobs
 from api.db import session_scope
@@ -209,17 +211,4 @@ def test_a_stalled_process_kills_its_children_and_exits(tmp_path: Path, stopped:
     assert done.returncode == STALLED_EXIT, done.stderr
     assert "still here" not in done.stdout
     child = int(done.stdout.split()[0])
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(child):
-        time.sleep(0.05)
-    assert not _alive(child), f"child {child} outlived its stalled parent"
-
-
-def _alive(pid: int) -> bool:
-    """Running or stopped (a zombie left for init to reap counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(") ", 1)[-1][0] != "Z"
+    wait_until(lambda: not pid_alive(child), 10, f"child {child} to end with its stalled parent")
