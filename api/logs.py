@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -97,3 +98,11 @@ def use_json(*loggers: logging.Logger) -> None:
     for logger in loggers:
         for handler in logger.handlers:
             handler.setFormatter(json_formatter)
+
+
+def flush_before_exit() -> None:
+    """Flush and close every log handler, and flush the standard streams: before ``os._exit`` or ``os.execv``,
+    which skip the interpreter's own shutdown (a worker ending a stalled job's process, or restarting itself)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()

@@ -9,7 +9,6 @@ restart so an outage is never counted as a failure of the job.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import os
@@ -27,7 +26,7 @@ from api import jobs
 from api.checkpoints import forget_checkpoint, list_checkpoints, register_checkpoint
 from api.db import session_scope
 from api.errors import ServiceError
-from api.logs import bind_attempt, bind_job
+from api.logs import bind_attempt, bind_job, flush_before_exit
 from api.models import Checkpoint, Job
 from api.queue import send_job_id
 from api.settings import Settings
@@ -173,12 +172,10 @@ class Heartbeat(threading.Thread):
 
 def end_stalled_process() -> None:
     """End this process at once: its job thread is stuck where no exception reaches it. Its own children
-    (the DataLoader's workers, a hung one among them) are killed first; log handlers are flushed."""
+    (the DataLoader's workers, a hung one among them) are killed first; the logs are flushed."""
     for child in multiprocessing.active_children():
         child.kill()
-    for handler in logging.getLogger().handlers:
-        with contextlib.suppress(Exception):
-            handler.flush()
+    flush_before_exit()
     os._exit(STALLED_EXIT)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from celery import signals
 from celery.worker import state as worker_state
 
+from api.logs import flush_before_exit
 from worker.celery_app import PROBE_TASK, REAP_TASK, SEGMENT_TASK, TRAIN_TASK
 
 log = logging.getLogger(__name__)
@@ -105,9 +106,7 @@ def restart_worker(reason: str) -> None:
             except ChildProcessError:
                 break
             time.sleep(0.05)
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush_before_exit()
     try:
         os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
     except OSError:  # nothing to restart with: exit, and let the supervisor (veernet worker, compose) start one
