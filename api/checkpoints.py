@@ -28,7 +28,7 @@ def register_checkpoint(session: Session, job_id: int, attempt: int, ref: Checkp
     at an epoch's end, that epoch's training record (api.history plots it, api.metrics counts it)."""
     now = now or utcnow()
     if locked_running(session, job_id, attempt) is None:
-        refuse_write(session, job_id, attempt, "checkpoint registration", {"key": ref.key}, now=now)
+        refuse_write(session, job_id, attempt, "checkpoint registration", {"key": ref.key})
         return False
     row = session.scalars(select(Checkpoint).where(Checkpoint.storage_key == ref.key)).one_or_none()
     if row is not None and row.job_id != job_id:
@@ -95,7 +95,7 @@ def forget_checkpoint(session: Session, job_id: int, attempt: int, checkpoint: i
     """
     now = now or utcnow()
     if locked_running(session, job_id, attempt) is None:
-        refuse_write(session, job_id, attempt, "checkpoint deletion", {"checkpoint": checkpoint}, now=now)
+        refuse_write(session, job_id, attempt, "checkpoint deletion", {"checkpoint": checkpoint})
         return False
     column = Checkpoint.id if isinstance(checkpoint, int) else Checkpoint.storage_key
     session.execute(delete(Checkpoint).where(Checkpoint.job_id == job_id, column == checkpoint))

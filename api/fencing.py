@@ -39,9 +39,12 @@ def locked_running(session: Session, job_id: int, attempt: int) -> Job | None:
     return session.scalars(stmt).one_or_none()
 
 
-def refuse_write(session: Session, job_id: int, attempt: int, what: str, data: dict[str, Any] | None = None,
-                 *, now: datetime | None = None) -> None:
-    """Record a write refused by the fence: the writer lost the job to a newer attempt or an end."""
+def refuse_write(session: Session, job_id: int, attempt: int, what: str,
+                 data: dict[str, Any] | None = None) -> None:
+    """Record a write refused by the fence: the writer lost the job to a newer attempt or an end.
+
+    The refusal is stamped when it is refused, not with the writer's own time: a writer frozen between taking
+    its time and writing (SIGSTOP, a long pause) would otherwise put its refusal before the loss it follows."""
     current = session.execute(select(Job.attempt, Job.status).where(Job.id == job_id)).one_or_none()
     if current is None:
         log.warning("refused %s for job %s: no such job", what, job_id)
@@ -49,4 +52,4 @@ def refuse_write(session: Session, job_id: int, attempt: int, what: str, data: d
     message = (f"refused {what} from attempt {attempt}: "
                f"the job is {current.status} under attempt {current.attempt}")
     log.warning("job %s: %s", job_id, message)
-    add_event(session, job_id, attempt, "stale_write_refused", message, data, now=now)
+    add_event(session, job_id, attempt, "stale_write_refused", message, data)

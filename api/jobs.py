@@ -134,7 +134,7 @@ def heartbeat(session: Session, job_id: int, attempt: int, lease_s: float, *,
     )
     if result.rowcount == 1:  # type: ignore[attr-defined]
         return True
-    refuse_write(session, job_id, attempt, "heartbeat", now=now)
+    refuse_write(session, job_id, attempt, "heartbeat")
     return False
 
 
@@ -147,7 +147,7 @@ def record_progress(session: Session, job_id: int, attempt: int, *, now: datetim
     now = now or utcnow()
     job = locked_running(session, job_id, attempt)
     if job is None:
-        refuse_write(session, job_id, attempt, "progress", now=now)
+        refuse_write(session, job_id, attempt, "progress")
         return False
     for name, value in fields.items():
         setattr(job, name, value)
@@ -170,7 +170,7 @@ def finish(session: Session, job_id: int, attempt: int, status: str, error: str 
     now = now or utcnow()
     job = locked_running(session, job_id, attempt)
     if job is None:
-        refuse_write(session, job_id, attempt, f"finish as {status}", now=now)
+        refuse_write(session, job_id, attempt, f"finish as {status}")
         return False
     _finish(session, job, JobStatus(status), now, error=error, result=result)
     return True
@@ -182,7 +182,7 @@ def record_job_failure(session: Session, job_id: int, attempt: int, error: str, 
     now, caps = now or utcnow(), settings or get_settings()
     job = locked_running(session, job_id, attempt)
     if job is None:
-        refuse_write(session, job_id, attempt, "failure report", now=now)
+        refuse_write(session, job_id, attempt, "failure report")
         return "refused"
     job.job_failures += 1
     if job.job_failures >= caps.max_job_failures:
@@ -198,7 +198,7 @@ def release(session: Session, job_id: int, attempt: int, reason: str, *, now: da
     now = now or utcnow()
     job = locked_running(session, job_id, attempt)
     if job is None:
-        refuse_write(session, job_id, attempt, "release", now=now)
+        refuse_write(session, job_id, attempt, "release")
         return False
     if job.cancel_requested:
         _finish(session, job, JobStatus.CANCELLED, now, message=f"cancelled; stopped on {reason}")
@@ -258,7 +258,7 @@ def give_up_stalled(session: Session, job_id: int, attempt: int, message: str, d
     now, caps = now or utcnow(), settings or get_settings()
     job = locked_running(session, job_id, attempt)
     if job is None:
-        refuse_write(session, job_id, attempt, "stall report", now=now)
+        refuse_write(session, job_id, attempt, "stall report")
         return "refused"
     _lose_attempt(session, job, now, caps, "stalled", message, "cancelled; its attempt stalled", data)
     return str(job.status)
@@ -337,7 +337,7 @@ def record_event(session: Session, job_id: int, attempt: int, kind: str, message
     """A worker's timeline entry (e.g. 'resumed', 'checkpoint_skipped'), fenced like its other writes."""
     now = now or utcnow()
     if locked_running(session, job_id, attempt) is None:
-        refuse_write(session, job_id, attempt, f"event {kind!r}", now=now)
+        refuse_write(session, job_id, attempt, f"event {kind!r}")
         return False
     add_event(session, job_id, attempt, kind, message, data, now=now)
     return True
@@ -349,7 +349,7 @@ def record_device(session: Session, job_id: int, attempt: int, device_class: str
     now = now or utcnow()
     job = locked_running(session, job_id, attempt)
     if job is None:
-        refuse_write(session, job_id, attempt, "device record", now=now)
+        refuse_write(session, job_id, attempt, "device record")
         return False
     job.device_class, job.device_memory_bytes, job.updated_at = device_class[:200], memory_bytes, now
     return True

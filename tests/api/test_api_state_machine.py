@@ -97,6 +97,20 @@ def test_expired_lease_is_reclaimed_and_every_write_of_the_old_attempt_is_refuse
     assert events(job_id) == ["queued", "claimed", "lease_lost", "claimed"] + ["stale_write_refused"] * 8
 
 
+def test_a_refusal_is_stamped_when_refused_not_with_the_stale_writers_time(service: Settings) -> None:
+    """A writer that took its time, was frozen, and wrote after losing the job: its refusal follows the loss."""
+    job_id, t0 = new_job(), utcnow() - timedelta(seconds=10)
+    assert claim(job_id, "frozen", now=t0, lease_s=1) == 1
+    writers_now = t0 + timedelta(seconds=0.5)  # taken while the lease was still held
+    assert claim(job_id, "fresh", now=t0 + timedelta(seconds=5)) == 2
+    with session_scope() as session:
+        assert not jobs.heartbeat(session, job_id, 1, lease_s=60, now=writers_now)
+    with session_scope() as session:
+        stamped = dict(session.execute(select(JobEvent.kind, JobEvent.created_at)
+                                       .where(JobEvent.job_id == job_id, JobEvent.attempt == 1)).all())
+    assert stamped["stale_write_refused"] > stamped["lease_lost"] > writers_now
+
+
 def test_progress_of_the_new_attempt_closes_the_recovery_and_counts_its_time(service: Settings) -> None:
     job_id, t0 = new_job(), utcnow()
     claim(job_id, "w1", now=t0)
