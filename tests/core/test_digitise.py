@@ -187,15 +187,17 @@ def test_several_traces_take_the_runs_the_general_search_takes() -> None:
     assert quick > 0.5 * total
 
 
-def _relevel_by_loops(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.ndarray]:
-    """The wrap levels' Viterbi as plain Python loops over the states (what `tracer_loop.wrap_levels` compiles)."""
+def _relevel_by_loops(fraction: np.ndarray, level_cost: float,
+                      levels: tuple[int, ...] = (-1, 0, 1)) -> tuple[np.ndarray, np.ndarray]:
+    """The wrap levels' Viterbi as plain Python loops over the states (what `tracer_loop.wrap_levels` compiles),
+    a state not among `levels` never taken."""
     cols = np.nonzero(np.isfinite(fraction))[0]
     level = np.zeros(fraction.shape, dtype=np.int8)
     if cols.size == 0:
         return fraction.copy(), level
     states = (-1, 0, 1)
     f = fraction[cols].tolist()
-    cost = [level_cost * abs(s) for s in states]
+    cost = [level_cost * abs(s) if s in levels else math.inf for s in states]
     spans = np.diff(cols).tolist()
     back = []
     for i in range(1, len(f)):
@@ -207,7 +209,7 @@ def _relevel_by_loops(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarr
                 option = cost[m] + abs(moved - states[m])
                 if option < best:
                     j, best = m, option
-            step[n], came[n] = best + level_cost * abs(s) * spans[i - 1], j
+            step[n], came[n] = best + level_cost * abs(s) * spans[i - 1] if s in levels else math.inf, j
         cost = step
         back.append(came)
     j = min(range(3), key=cost.__getitem__)
@@ -228,9 +230,12 @@ def test_the_compiled_wrap_levels_are_those_of_plain_loops() -> None:
             fraction = np.round(fraction * 40) / 40  # ties
         fraction[rng.random(n) < 0.2] = np.nan
         level_cost = float(rng.choice([0.0, 0.001, 0.05]))
-        got, want = tracer_module._relevel(fraction, level_cost), _relevel_by_loops(fraction, level_cost)
+        levels = [(-1, 0, 1), (0, -1), (0, 1), (0,)][int(rng.integers(4))]
+        got = tracer_module._relevel(fraction, level_cost, levels)
+        want = _relevel_by_loops(fraction, level_cost, levels)
         np.testing.assert_array_equal(got[1], want[1])
         np.testing.assert_array_equal(got[0], want[0])
+        assert set(np.unique(got[1][np.isfinite(fraction)]).tolist()) <= set(levels)
 
 
 class _Pick(NamedTuple):

@@ -200,3 +200,42 @@ def test_a_tone_trace_takes_the_wrap_levels_of_the_naming_trace_on_its_ink() -> 
     far = np.abs(light_rows - dark_rows) > 2
     elsewhere.row[~far] = np.nan
     assert np.array_equal(levels_as(toned, elsewhere).level, toned.level)
+
+
+def _trace(fraction: np.ndarray, level: np.ndarray) -> ColumnTrace:
+    """A trace drawn at track `fraction` per column (NaN: none), read on wrap `level`."""
+    found = np.isfinite(fraction)
+    return ColumnTrace(fraction + level, np.where(found, level, 0).astype(np.int8), TOP + fraction * (BOTTOM - TOP),
+                       np.where(found, 1.0, 0.0).astype(np.float32), np.zeros(fraction.size, bool))
+
+
+def test_a_tone_trace_that_read_a_wrap_the_wrong_way_takes_the_declared_scales_the_naming_trace_reads() -> None:
+    """A curve wrapping to and fro over its one declared edge (past left): the column tracer reads one wrap the
+    wrong way and every level after it a scale off, so no one shift puts them all on the naming trace's.
+    Read again among the declared levels, they are the curve's."""
+    cols = np.arange(WIDTH)
+    past = (cols // 50) % 2 == 1  # past the left edge every other 50 columns
+    fraction = np.where(past, 0.9 + 0.05 * np.sin(cols / 7), 0.1 + 0.05 * np.sin(cols / 9))
+    truth = np.where(past, -1, 0).astype(np.int8)
+    drifted = (truth + (cols >= 250)).astype(np.int8)  # a wrap at column 250 read the wrong way
+    naming = _trace(fraction, truth)
+    naming.row[::3] = np.nan  # the naming's trace of the same ink, where it saw it
+    got = filled(_trace(fraction, drifted), naming, (0, -1))
+    assert np.array_equal(got.level, truth)
+    assert np.allclose(got.u, fraction + truth)
+    # One shift for the whole trace (the levels as the column tracer read them) leaves half of it a scale off.
+    assert np.mean(levels_as(_trace(fraction, drifted), naming).level != truth) > 0.4
+
+
+def test_a_broken_tone_trace_keeps_its_levels_where_the_naming_trace_reads_them_so() -> None:
+    """A curve on its primary scale that crosses the track unseen (a gap of 100 columns, from near its right edge
+    to near its left): read among its declared levels (past right), the trace would take the gap for a wrap and
+    stay a scale off after it. The naming's trace, on the same ink on both sides, reads the primary scale."""
+    cols = np.arange(WIDTH)
+    fraction = np.where(cols < 250, 0.9, 0.1) + 0.03 * np.sin(cols / 11)
+    fraction[250:350] = np.nan
+    level = np.zeros(WIDTH, dtype=np.int8)
+    naming = _trace(fraction, level)
+    got = filled(_trace(fraction, level), naming, (0, 1))
+    assert np.array_equal(got.level, level)
+    assert np.array_equal(np.isfinite(got.u), np.isfinite(fraction))

@@ -206,7 +206,8 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
     else:
         named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small, grid))
         if alone:
-            named = replace(named, traces=[filled(toned[k], trace) if k in alone else trace
+            named = replace(named, traces=[filled(toned[k], trace, (0, *calibration.curves[k].wrap_levels))
+                                           if k in alone else trace
                                            for k, trace in enumerate(named.traces)])
     return calibrate(named, calibration, resampling.scan_size)
 

@@ -41,7 +41,7 @@ from veernet_core.digitise.colours import BLACK, ink_line, mismatch
 from veernet_core.digitise.ink import Page, ScanPixels
 from veernet_core.digitise.joint import TONES_APART, _split_tone
 from veernet_core.digitise.refine import _max3
-from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, trace_curves
+from veernet_core.digitise.tracer import ColumnTrace, TraceOptions, relevelled, trace_curves
 
 EDGE_CLEARANCE = 1  # pixels between light ink and any dark ink pixel (a dark stroke's soft edge is pale)
 SAME_INK_PX = 2.0  # rows between a tone trace and the naming's trace of its curve that are one stroke
@@ -173,15 +173,45 @@ def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, scan: ScanPixels,
     return out, traced
 
 
-def filled(trace: ColumnTrace, fallback: ColumnTrace) -> ColumnTrace:
+def filled(trace: ColumnTrace, fallback: ColumnTrace, levels: tuple[int, ...] = (0,),
+           level_cost: float = TraceOptions.level_cost) -> ColumnTrace:
     """A curve's tone trace, and where it found nothing (its curve hidden under a darker one longer than
     the tracer bridges, or its ink too faint to split off), the `fallback` trace the naming gave it. The
-    tone trace's wrap levels are first those of the fallback (`levels_as`)."""
-    trace = levels_as(trace, fallback)
+    tone trace's wrap levels are first put on the fallback's scales (`on_fallback_scales`; `levels`, the
+    curve's declared ones)."""
+    trace = on_fallback_scales(trace, fallback, levels, level_cost)
     found = np.isfinite(trace.u)
     return ColumnTrace(np.where(found, trace.u, fallback.u), np.where(found, trace.level, fallback.level),
                        np.where(found, trace.row, fallback.row), np.where(found, trace.confidence, fallback.confidence),
                        np.where(found, trace.bridged, fallback.bridged))
+
+
+def on_fallback_scales(trace: ColumnTrace, fallback: ColumnTrace, levels: tuple[int, ...],
+                       level_cost: float = TraceOptions.level_cost) -> ColumnTrace:
+    """A tone trace's wrap levels read two ways, each shifted onto the fallback's (`levels_as`): as the column
+    tracer read them, on any side, and read again among the curve's declared `levels` only
+    (`tracer.relevelled`); whichever then reads fewer columns on a scale other than the fallback's where the
+    two are drawn on the same ink (`misread`; the first on ties). The column tracer reads a curve's wraps relative to
+    each other, and a curve that wraps to and fro over one edge was read two scales apart after a wrap it read
+    the wrong way, a third of its columns a scale off (bench/README.md, 2026-12-06); read among its declared
+    levels only, it cannot drift, but a broken trace then reads a gap the wrong way and stays on the backup
+    scale after it. The fallback, traced on the model's grid with the curve's declared scales, tells which."""
+    as_read = levels_as(trace, fallback)
+    declared = levels_as(relevelled(trace, levels, level_cost), fallback)
+    return declared if misread(declared, fallback) < misread(as_read, fallback) else as_read
+
+
+def _same_ink(trace: ColumnTrace, fallback: ColumnTrace) -> np.ndarray:
+    """Columns where the two traces are drawn on the same ink (within SAME_INK_PX rows)."""
+    both = np.isfinite(trace.row) & np.isfinite(fallback.row)
+    both[both] = np.abs(trace.row[both] - fallback.row[both]) <= SAME_INK_PX
+    return both
+
+
+def misread(trace: ColumnTrace, fallback: ColumnTrace) -> int:
+    """Columns where ``trace`` and the `fallback` are drawn on the same ink and read on different scales."""
+    both = _same_ink(trace, fallback)
+    return int(np.count_nonzero(fallback.level[both] != trace.level[both]))
 
 
 def levels_as(trace: ColumnTrace, fallback: ColumnTrace) -> ColumnTrace:
@@ -191,8 +221,7 @@ def levels_as(trace: ColumnTrace, fallback: ColumnTrace) -> ColumnTrace:
     declared backup scales, and a curve that spends most of its length past its one declared edge was read
     a whole scale off, on a side it does not declare (bench/README.md, 2026-12-04). The fallback, traced on
     the model's grid with the curve's declared scales, says which offset is the curve's."""
-    both = np.isfinite(trace.row) & np.isfinite(fallback.row)
-    both[both] = np.abs(trace.row[both] - fallback.row[both]) <= SAME_INK_PX
+    both = _same_ink(trace, fallback)
     if not both.any():
         return trace
     shifts, counts = np.unique(fallback.level[both].astype(np.int64) - trace.level[both], return_counts=True)

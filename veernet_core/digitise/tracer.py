@@ -116,14 +116,24 @@ def _traced(prob: np.ndarray, track_top: float, track_bottom: float, count: int,
     return traces, assigned, searched_columns
 
 
-def _relevel(fraction: np.ndarray, level_cost: float) -> tuple[np.ndarray, np.ndarray]:
+def _relevel(fraction: np.ndarray, level_cost: float,
+             levels: tuple[int, ...] = (-1, 0, 1)) -> tuple[np.ndarray, np.ndarray]:
     """The wrap level of every detection, chosen for the whole trace at once (Viterbi): the levels
     whose unwrapped positions make the trace move least, a small cost per column off the primary scale
-    breaking ties. Tracing column by column can take a wrong level at a stray kick across an edge and
-    keep it; the whole trace's continuity does not. Returns (unwrapped fraction, level)."""
+    breaking ties, among `levels` (the primary scale's 0 always). Tracing column by column can take a wrong
+    level at a stray kick across an edge and keep it; the whole trace's continuity does not. Returns
+    (unwrapped fraction, level)."""
     cols = np.nonzero(np.isfinite(fraction))[0]
     level = np.zeros(fraction.shape, dtype=np.int8)
     if cols.size == 0:
         return fraction.copy(), level
-    level[cols] = wrap_levels(fraction[cols], np.diff(cols), level_cost)
+    barred = np.array([lv not in levels and lv != 0 for lv in (-1, 0, 1)])
+    level[cols] = wrap_levels(fraction[cols], np.diff(cols), level_cost, barred)
     return fraction + level, level
+
+
+def relevelled(trace: ColumnTrace, levels: tuple[int, ...], level_cost: float) -> ColumnTrace:
+    """``trace`` with its wrap levels chosen again (`_relevel`) among `levels` only (the primary scale's 0
+    and a curve's declared backup scales), where it is drawn; bridged columns too."""
+    u, level = _relevel(trace.u - trace.level, level_cost, levels)
+    return ColumnTrace(u, level, trace.row, trace.confidence, trace.bridged)

@@ -664,14 +664,18 @@ def follow(prob: np.ndarray, top: float, span: float, count: int, opts: np.ndarr
 
 
 @_compiled
-def wrap_levels(f: np.ndarray, spans: np.ndarray, level_cost: float) -> np.ndarray:  # pragma: no cover - compiled
+def wrap_levels(f: np.ndarray, spans: np.ndarray, level_cost: float,
+                barred: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """The wrap level (-1, 0, 1) of each of a trace's detections `f` (fractions of the track; `spans`, the
     columns between each and the next), chosen for the whole trace at once (Viterbi): the levels whose
     unwrapped positions make the trace move least, `level_cost` per column off the primary scale breaking
-    ties (`tracer._relevel`)."""
+    ties (`tracer._relevel`); never a level that `barred` (bool per level -1, 0, 1; never 0) bars."""
     n = f.shape[0]
     back = np.zeros((max(n - 1, 0), 3), dtype=np.int8)
     cost = np.array([level_cost * 1, level_cost * 0, level_cost * 1])
+    for m in range(3):
+        if barred[m]:
+            cost[m] = np.inf
     step = np.empty(3)
     for i in range(n - 1):
         here, before = f[i + 1], f[i]
@@ -685,6 +689,8 @@ def wrap_levels(f: np.ndarray, spans: np.ndarray, level_cost: float) -> np.ndarr
             back[i, to] = came
             # level_cost per column off the primary scale, nothing on it
             step[to] = best + level_cost * spans[i] if to != 1 else best
+            if barred[to]:
+                step[to] = np.inf
         cost[:] = step
     j = 0
     if cost[1] < cost[0]:
