@@ -20,7 +20,9 @@ from veernet_core.digitise.layout.headers import (
     check_ends,
     curves_in,
     reread_end,
+    reread_unit,
     reread_words,
+    unit_text,
     with_reread,
 )
 from veernet_core.digitise.layout.labels import TextBox
@@ -357,3 +359,32 @@ def test_an_end_all_three_readings_read_alike_needs_less_confidence_on_tall_text
     assert reread_end(twenty, _digits("20", 0.44), _digits("20", 0.49), (0, 0), None, small).value is None
     assert reread_end(twenty, _digits("20", 0.2), _digits("20", 0.25), (0, 0), None, tall).value is None
     assert reread_end(twenty, _digits("20", 0.44), [], (0, 0), None, tall).value is None, "two of three: one sure"
+
+
+def test_a_unit_read_as_no_known_one_keeps_its_word_to_read_again() -> None:
+    """A unit Tesseract read as letters of no known unit ("(APT)" for API): its word is kept, and the name's where the
+    unit is glued to it; not where a reading read a known unit, nor where the readings read two."""
+    missed = curves_in(_line("0", "GR", "(APT)", "150", (0.9, 0.9, 0.5, 0.9)), BOX)
+    assert missed[0].unit.value is None and missed[0].unit_word is not None and missed[0].unit_word.text == "(APT)"
+    glued = curves_in([_word("0", 10, 0.9), _word("GR(MY)", 260, 0.9), _word("150", WIDTH - 46, 0.9)], BOX)
+    assert glued[0].unit_word is not None and glued[0].unit_word.text == "GR(MY)"
+    [curve] = agreed(missed, missed, log_grid=False)
+    assert curve.unit.value is None and curve.unit_word is not None and curve.unit_word.text == "(APT)"
+    read = curves_in(_line("0", "GR", "(API)", "150", (0.9, 0.9, 0.5, 0.9)), BOX)
+    assert read[0].unit_word is None
+    assert agreed(missed, read, log_grid=False)[0].unit_word is None  # one reading read it: kept, nothing to read
+    other = curves_in(_line("0", "GR", "(MV)", "150", (0.9, 0.9, 0.5, 0.9)), BOX)
+    [tied] = agreed(read, other, log_grid=False)
+    assert tied.unit.value is None and tied.unit_word is None  # two known units: for the person, not a third reading
+    assert curves_in(_line("0", "GR", "", "150", (0.9, 0.9, 0.0, 0.9)), BOX)[0].unit_word is None  # no unit printed
+
+
+def test_a_unit_read_again_is_the_known_unit_both_new_readings_read() -> None:
+    assert unit_text([_word("(API)", 0, 0.9)]) == "API"
+    assert unit_text([_word("GR", 0, 0.9), _word("[MV].", 30, 0.9)]) == "MV"  # a bracket read for a parenthesis
+    assert unit_text([_word("MV)", 0, 0.9)]) is None  # no parenthesis opens: not read as a unit
+    assert reread_unit([_word("(API)", 0, 0.9)], [_word("(API)", 0, 0.4)]) == Reading("API", 0.4)
+    assert reread_unit([_word("GR(MV)", 0, 0.9)], [_word("(MV)", 20, 0.8)]).value == "MV"
+    assert reread_unit([_word("(API)", 0, 0.9)], [_word("(APE)", 0, 0.9)]).value is None  # the readings differ
+    assert reread_unit([_word("(6/C3)", 0, 0.9)], [_word("(6/C3)", 0, 0.9)]).value is None  # both alike, no unit
+    assert reread_unit([_word("(API)", 0, 0.9)], []).value is None

@@ -151,6 +151,17 @@ def test_a_lone_zero_tesseract_misreads_in_its_line_is_read_again_as_a_number() 
 
 
 @needs_tesseract
+def test_a_unit_tesseract_reads_as_no_known_one_is_read_again_told_the_units_characters() -> None:
+    """A generated page (tuning seed 20261124, page 11) where one of its GRs' units, "(API)", is read as no known
+    unit by either reading of its header: read again from its box told the characters of units only, it is API."""
+    page = generate_page(20261124, 11)
+    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    units = [(c["mnemonic"]["value"], c["unit"]["value"]) for s in proposal["sections"] for t in s["tracks"]
+             for c in t["curves"]]
+    assert units.count(("GR", "API")) == 4 and ("GR", None) not in units, units
+
+
+@needs_tesseract
 def test_legend_inks_and_weights_are_read_off_the_line_samples_and_never_wrong() -> None:
     """Each read curve's ink (dark or light) and weight (thin or thick) as its header's line sample shows
     them: ink only on gray scans (a 1-bit scan prints every ink black), weights on both; what is proposed is

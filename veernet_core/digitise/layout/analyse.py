@@ -202,6 +202,7 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
         agreed.append(headers.agreed(headers.curves_in(next(sharp), header, ink),
                                      headers.curves_in(next(soft), header, ink), *kind))
     agreed = _reread_ends(agreed, crops, heights, inks, kinds, page.threshold, tesseract)
+    agreed = _reread_units(agreed, crops, heights, page.threshold, tesseract)
     read = []  # per header box: (its curves read and styled, their samples' rows, every sample in it)
     for header, curves in zip(boxes, agreed, strict=True):
         styles = [_style(page, header, curves, k) for k in range(len(curves))]
@@ -249,6 +250,23 @@ def _reread_ends(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarray
         mended.append([headers.with_reread(curve, ends[(b, k)], *kind) if (b, k) in ends else curve
                        for k, curve in enumerate(curves)])
     return mended
+
+
+def _reread_units(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarray], heights: list[float],
+                  threshold: int, tesseract: str | None) -> list[list[headers.CurveHeader]]:
+    """Every unit neither reading read as a known one, read again from its word's box told the characters of
+    units only, twice (sharp and soft), all of a page's in one Tesseract run per reading (`headers.reread_unit`)."""
+    wanted = [(b, k, *headers.reread_crop(crops[b], curve.unit_word, heights[b]))
+              for b, curves in enumerate(agreed) for k, curve in enumerate(curves) if curve.unit_word is not None]
+    if not wanted:
+        return agreed
+    cut = [crop for *_, crop, _ in wanted]
+    sharp, soft = (ocr.read_crops(cut, [heights[b] for b, *_ in wanted], threshold, headers.UNIT_CHARS,
+                                  tesseract=tesseract, soft=blur) for blur in (False, True))
+    units = {(b, k): headers.reread_unit(first, second)
+             for (b, k, *_), first, second in zip(wanted, sharp, soft, strict=True)}
+    return [[replace(curve, unit=units[(b, k)]) if units.get((b, k), headers.Reading(None, 0.0)).value is not None
+             else curve for k, curve in enumerate(curves)] for b, curves in enumerate(agreed)]
 
 
 def _grid_kind(grid: ValueGrid | None) -> tuple[bool | None, int | None]:

@@ -44,6 +44,9 @@ END_CONFIDENCE = 0.3
 # Tesseract told it is digits (END_DIGITS): a lone "0" it reads as ")" or "Q" in a line of words, it reads as 0.
 REREAD_MARGIN = 0.3
 END_DIGITS = "0123456789.-"
+# The characters a unit is printed in (KNOWN_UNITS's), with its parentheses: a unit Tesseract read as no known one
+# is read again told these only (`reread_unit`).
+UNIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/.%-()"
 # Below this text height a minus is a pixel or two thick, and all three readings may miss it (a 150 dpi NPHI's
 # "-0.15" read 0.15): a scale end read again there is kept only where it is 0, whose sign does not matter.
 SIGN_TEXT_PX = 12.0
@@ -92,6 +95,9 @@ class CurveHeader:
     # read as ")"), in the header crop's pixels: where an end is unread, they are read again as numbers
     # (`reread_words`, `with_reread`).
     end_words: tuple[Word | None, Word | None] = (None, None)
+    # Where the unit is unread: the word it is printed in ("(APT)", or the name with it, "GR(MY)"), in the header
+    # crop's pixels, to read again as a unit (`reread_unit`).
+    unit_word: Word | None = None
 
 
 @dataclass(frozen=True)
@@ -194,8 +200,10 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     source, unit_reading = unit or mnemonic, Reading(None, 0.0)
     if source is not None and UNIT.match(unit_text) and unit_text in KNOWN_UNITS:
         unit_reading = Reading(unit_text, source.confidence)
+    unit_word = unit or (mnemonic if glued else None)
     return CurveHeader(Reading(name, mnemonic.confidence) if mnemonic else Reading(None, 0.0), unit_reading,
-                       _number(left, ink, dashes), _number(right, ink, dashes), Reading(None, 0.0), row, height)
+                       _number(left, ink, dashes), _number(right, ink, dashes), Reading(None, 0.0), row, height,
+                       unit_word=None if unit_reading.value is not None else unit_word)
 
 
 def _name_text(text: str, confidence: float) -> str:
@@ -547,13 +555,23 @@ def agreed(first: list[CurveHeader], second: list[CurveHeader], log_grid: bool |
             # A line whose name the readings do not agree on is a curve with its name left for the person
             # where they agree on a scale end; its unit where both read the same known one.
             if left.value is not None or right.value is not None:
-                kept.append(replace(curve, mnemonic=mnemonic, unit=same(curve.unit, twin.unit), left=left,
-                                    right=right, end_words=end_words))
+                unit = same(curve.unit, twin.unit)
+                kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right,
+                                    end_words=end_words, unit_word=_unit_word_of(unit, curve, twin)))
             continue
         unit = curve.unit if twin.unit.value is None else twin.unit if curve.unit.value is None else \
             same(curve.unit, twin.unit)
-        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right, end_words=end_words))
+        kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right, end_words=end_words,
+                            unit_word=_unit_word_of(unit, curve, twin)))
     return kept
+
+
+def _unit_word_of(unit: Reading, first: CurveHeader, second: CurveHeader) -> Word | None:
+    """The word to read a line's unit again from, where neither reading read it as a known unit and neither
+    read it as another known one: the first reading's, else the second's."""
+    if unit.value is not None or first.unit.value is not None or second.unit.value is not None:
+        return None
+    return first.unit_word or second.unit_word
 
 
 def _end_words_of(first: CurveHeader, second: CurveHeader) -> tuple[Word | None, Word | None]:
@@ -620,6 +638,26 @@ def reread_end(word: Word, first: list[Word], second: list[Word], offset: tuple[
         return Reading(None, 0.0)
     value = numbers[0][0]
     return Reading(None, 0.0) if text_height < SIGN_TEXT_PX and value != 0 else Reading(value, agreeing[1])
+
+
+def unit_text(words: list[Word]) -> str | None:
+    """The unit a reading of a unit's box gives: what its words, joined left to right, hold between a
+    parenthesis (or a bracket read for one) and the next, without the marks Tesseract hangs on it; None where
+    no parenthesis opens."""
+    text = "".join(w.text for w in sorted(words, key=lambda w: w.left)).translate(BRACKETS)
+    if "(" not in text:
+        return None
+    return text.partition("(")[2].partition(")")[0].strip(TRAILING)
+
+
+def reread_unit(first: list[Word], second: list[Word]) -> Reading:
+    """A unit read again from its word's box (Tesseract told the characters of units only: UNIT_CHARS), by two
+    readings (sharp and soft): kept where both read the same known unit (KNOWN_UNITS). Letters alone, Tesseract
+    reads a unit's glyphs as other letters it knows ("(APT)" for API, "(MY)" for MV)."""
+    texts = [unit_text(words) for words in (first, second)]
+    if texts[0] is None or texts[0] != texts[1] or texts[0] not in KNOWN_UNITS:
+        return Reading(None, 0.0)
+    return Reading(texts[0], min(w.confidence for w in (*first, *second)))
 
 
 def with_reread(curve: CurveHeader, ends: dict[int, Reading], log_grid: bool | None,
