@@ -193,7 +193,7 @@ def test_a_tone_trace_takes_the_wrap_levels_of_the_naming_trace_on_its_ink() -> 
     named = ColumnTrace(toned.u - 1, (high - 1).astype(np.int8), toned.row.copy(), toned.confidence, toned.bridged)
     named.u[:40] = np.nan  # where the naming's trace found nothing, the tone trace stands
     named.row[:40] = np.nan
-    got = filled(toned, named)
+    got = filled(toned, named, (0, -1))  # the naming's trace reads its scales as 0 and past left
     assert np.array_equal(got.level, high - 1) and np.allclose(got.u, toned.u - 1)
     assert np.array_equal(got.row, toned.row)
     elsewhere = _on(light_rows, level=-1)  # the naming's trace on another curve's ink says nothing of the levels

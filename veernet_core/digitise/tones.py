@@ -173,7 +173,7 @@ def traced_by_tone(traces: list[ColumnTrace], ink: np.ndarray, scan: ScanPixels,
     return out, traced
 
 
-def filled(trace: ColumnTrace, fallback: ColumnTrace, levels: tuple[int, ...] = (0,),
+def filled(trace: ColumnTrace, fallback: ColumnTrace, levels: tuple[int, ...],
            level_cost: float = TraceOptions.level_cost) -> ColumnTrace:
     """A curve's tone trace, and where it found nothing (its curve hidden under a darker one longer than
     the tracer bridges, or its ink too faint to split off), the `fallback` trace the naming gave it. The
@@ -193,7 +193,7 @@ def on_fallback_scales(trace: ColumnTrace, fallback: ColumnTrace, levels: tuple[
     (`tracer.relevelled`); whichever then reads fewer columns on a scale other than the fallback's where the
     two are drawn on the same ink (`misread`; the first on ties). The column tracer reads a curve's wraps relative to
     each other, and a curve that wraps to and fro over one edge was read two scales apart after a wrap it read
-    the wrong way, a third of its columns a scale off (bench/README.md, 2026-12-06); read among its declared
+    the wrong way, 45 % of its columns a scale off (bench/README.md, 2026-12-06); read among its declared
     levels only, it cannot drift, but a broken trace then reads a gap the wrong way and stays on the backup
     scale after it. The fallback, traced on the model's grid with the curve's declared scales, tells which."""
     as_read = levels_as(trace, fallback)
