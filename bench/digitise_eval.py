@@ -315,6 +315,13 @@ def read_log(args: argparse.Namespace, model: Any, log: SynthLog, classes: int) 
         return probs, None, hints_read, int(resampling.resampled)
 
 
+# Torch threads per scoring process. With one thread or two, the same log's probabilities differ by up to 7e-4 (none
+# crosses 0.5), and 16 of the independent renderer's 108 held-out curves read differently, by up to 7 % of the
+# track range (bench/README.md, 2026-12-06): the figures are pinned to one count, whatever the machine's cores
+# and `--jobs`.
+THREADS = 1
+
+
 def prepared(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str, float, int]:
     """(the model, its checkpoint's state, the checkpoint's sha256, the logs' scale, the classes scored) for
     `args`, refusing options that do not go together (`bench/error_split.py` reads the same logs)."""
@@ -323,6 +330,7 @@ def prepared(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str, float,
     train_data = state["train_config"]["data"]
     if args.renderer == "synth" and args.seed == train_data["seed"]:
         raise SystemExit(f"--seed {args.seed} is the training data seed; pick a held-out one")
+    torch.set_num_threads(getattr(args, "threads", THREADS))
     model, config = load_model(data)
     if args.as_is:  # read every scan at its own pixel scale, whatever the model was trained at
         model.trained_scale = None
@@ -392,15 +400,15 @@ def _score_forked(index: int) -> LogFigures:
 
 def _each_log(args: argparse.Namespace, model: Any, scale: float, classes: int) -> Iterator[LogFigures]:
     """Every log's figures in index order: in this process, or with `--jobs N` in N forked processes (each
-    with its share of torch's threads), which inherit the loaded model."""
+    with `--threads` torch threads, as this one), which inherit the loaded model."""
     jobs = max(1, min(getattr(args, "jobs", 1), args.logs))
+    threads = getattr(args, "threads", THREADS)
     if jobs == 1:
         for index in range(args.logs):
             yield score_log(args, model, scale, classes, index)
         return
     global _forked
     _forked = (args, model, scale, classes)
-    threads = max(1, torch.get_num_threads() // jobs)
     try:
         with multiprocessing.get_context("fork").Pool(jobs, initializer=torch.set_num_threads,
                                                       initargs=(threads,)) as pool:
@@ -415,7 +423,7 @@ def _result(args: argparse.Namespace, scale: float, classes: int, counts: np.nda
            for n, (tp, fp, fn) in zip(names, counts, strict=True)}
     overall = figures(rows) or {}
     return {"renderer": args.renderer, "colour": args.colour, "logs": args.logs, "seed": args.seed, "scale": scale,
-            "classes": classes, "source": args.source, "grid": args.grid,
+            "classes": classes, "source": args.source, "grid": args.grid, "threads": args.threads,
             "grid_removal": "off" if args.keep_grid else "service", "iou": iou, **overall,
             "identity": identity_figures(rows)}
 
@@ -449,6 +457,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave the legend's line weights out of the calibrations (the figures before they were read)")
     p.add_argument("--jobs", type=int, default=1,
                    help="score the logs in this many forked processes (the figures are the same as in one)")
+    p.add_argument("--threads", type=int, default=THREADS,
+                   help="torch threads of the model's forward in each process (default 1): the forward's last bits "
+                        "change with the thread count, and some of the tracer's near-ties with them, so the figures "
+                        "are comparable only at one count")
     p.add_argument("--render-cache", metavar="DIR",
                    help="keep the independent renderer's logs in DIR once drawn, and read them back from there "
                         "(keyed by its code): a second evaluation of the same logs skips the drawing")
