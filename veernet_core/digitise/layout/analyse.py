@@ -161,8 +161,7 @@ def _read_text(page: Ink, found: list[SectionFinding], tesseract: str | None) ->
     boxes = [box for finding in found for box in finding.number_boxes]
     crops = [box.crop(page, 4) for box in boxes]
     try:
-        sharp, soft = (ocr.read_crops(crops, [box.height for box in boxes], page.threshold, "0123456789",
-                                      tesseract=tesseract, soft=blur) for blur in (False, True))
+        sharp, soft = ocr.read_twice(crops, [box.height for box in boxes], page.threshold, "0123456789", tesseract)
         _number_labels(found, sharp, soft)
         _track_curves(page, found, tesseract)
     except ocr.OcrUnavailable as exc:
@@ -175,15 +174,10 @@ def _number_labels(found: list[SectionFinding], sharp: list[list[ocr.Word]], sof
     readings = iter(zip(sharp, soft, strict=True))
     for finding in found:
         for box in finding.number_boxes:
-            first, second = (_joined(words) for words in next(readings))
+            first, second = (ocr.joined(words) for words in next(readings))
             value = float(first[0]) if first[0].isdigit() and first[0] == second[0] else None
             text = first[0] if first[0] == second[0] else f"{first[0]}|{second[0]}"
             finding.labels.append(Label(box.middle, text, value, min(first[1], second[1])))
-
-
-def _joined(words: list[ocr.Word]) -> tuple[str, float]:
-    return ("".join(word.text for word in sorted(words, key=lambda w: w.left)),
-            min((word.confidence for word in words), default=0.0))
 
 
 def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None) -> None:
@@ -192,8 +186,7 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
     boxes = [box for finding in found for box in finding.header_boxes if box is not None]
     crops = [labels.erase_rules(box.crop(page, 0), page.threshold) for box in boxes]
     heights = [headers.text_height(crop, page.threshold) for crop in crops]
-    sharp, soft = (iter(ocr.read_crops(crops, heights, page.threshold, None, tesseract=tesseract, soft=blur))
-                   for blur in (False, True))
+    sharp, soft = (iter(reading) for reading in ocr.read_twice(crops, heights, page.threshold, None, tesseract))
     inks = [crop < page.threshold for crop in crops]
     kinds = [_grid_kind(grid) for finding in found
              for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True) if box is not None]
@@ -239,8 +232,7 @@ def _reread_ends(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarray
     if not wanted:
         return agreed
     cut = [crop for *_, crop, _ in wanted]
-    sharp, soft = (ocr.read_crops(cut, [heights[b] for b, *_ in wanted], threshold, headers.END_DIGITS,
-                                  tesseract=tesseract, soft=blur) for blur in (False, True))
+    sharp, soft = ocr.read_twice(cut, [heights[b] for b, *_ in wanted], threshold, headers.END_DIGITS, tesseract)
     ends: dict[tuple[int, int], dict[int, headers.Reading]] = {}
     for (b, k, side, word, _, offset), first, second in zip(wanted, sharp, soft, strict=True):
         ends.setdefault((b, k), {})[side] = headers.reread_end(word, first, second, offset, inks[b],
@@ -261,12 +253,11 @@ def _reread_units(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarra
     if not wanted:
         return agreed
     cut = [crop for *_, crop, _ in wanted]
-    sharp, soft = (ocr.read_crops(cut, [heights[b] for b, *_ in wanted], threshold, headers.UNIT_CHARS,
-                                  tesseract=tesseract, soft=blur) for blur in (False, True))
-    units = {(b, k): headers.reread_unit(first, second)
-             for (b, k, *_), first, second in zip(wanted, sharp, soft, strict=True)}
-    return [[replace(curve, unit=units[(b, k)]) if units.get((b, k), headers.Reading(None, 0.0)).value is not None
-             else curve for k, curve in enumerate(curves)] for b, curves in enumerate(agreed)]
+    sharp, soft = ocr.read_twice(cut, [heights[b] for b, *_ in wanted], threshold, headers.UNIT_CHARS, tesseract)
+    units = {(b, k): unit for (b, k, *_), first, second in zip(wanted, sharp, soft, strict=True)
+             if (unit := headers.reread_unit(first, second)).value is not None}
+    return [[replace(curve, unit=units[(b, k)]) if (b, k) in units else curve for k, curve in enumerate(curves)]
+            for b, curves in enumerate(agreed)]
 
 
 def _grid_kind(grid: ValueGrid | None) -> tuple[bool | None, int | None]:

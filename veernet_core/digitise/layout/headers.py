@@ -21,6 +21,7 @@ import numpy as np
 from veernet_core.digitise.ink import Look, runs, style_scores
 from veernet_core.digitise.layout.labels import RULE_STRETCHES, TextBox, spread
 from veernet_core.digitise.layout.ocr import Word
+from veernet_core.digitise.layout.ocr import joined as ocr_joined
 from veernet_core.synth_truth import legend_weights
 
 NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)$")
@@ -618,14 +619,12 @@ def reread_end(word: Word, first: list[Word], second: list[Word], offset: tuple[
     on text UNANIMOUS_TEXT_PX tall or taller, one at END_CONFIDENCE. On text under SIGN_TEXT_PX tall, only 0."""
     votes = [_number(word, ink, []) if NUMBER.match(_number_text(word.text)) else Reading(None, 0.0)]
     for words in (first, second):
-        ordered = sorted(words, key=lambda w: w.left)
-        if not ordered:
+        if not words:
             votes.append(Reading(None, 0.0))
             continue
-        top, left = min(w.top for w in ordered), min(w.left for w in ordered)
-        joined = Word("".join(w.text for w in ordered), min(w.confidence for w in ordered), offset[1] + left,
-                      offset[0] + top, max(w.left + w.width for w in ordered) - left,
-                      max(w.top + w.height for w in ordered) - top, 0)
+        top, left = min(w.top for w in words), min(w.left for w in words)
+        joined = Word(*ocr_joined(words), offset[1] + left, offset[0] + top,
+                      max(w.left + w.width for w in words) - left, max(w.top + w.height for w in words) - top, 0)
         votes.append(_number(joined, ink, []) if NUMBER.match(joined.text) else Reading(None, 0.0))
     numbers = [(v.value, v.confidence) for v in votes if isinstance(v.value, float)]
     agreeing = sorted((confidence for _, confidence in numbers), reverse=True)
@@ -644,7 +643,7 @@ def unit_text(words: list[Word]) -> str | None:
     """The unit a reading of a unit's box gives: what its words, joined left to right, hold between a
     parenthesis (or a bracket read for one) and the next, without the marks Tesseract hangs on it; None where
     no parenthesis opens."""
-    text = "".join(w.text for w in sorted(words, key=lambda w: w.left)).translate(BRACKETS)
+    text = ocr_joined(words)[0].translate(BRACKETS)
     if "(" not in text:
         return None
     return text.partition("(")[2].partition(")")[0].strip(TRAILING)
@@ -657,7 +656,7 @@ def reread_unit(first: list[Word], second: list[Word]) -> Reading:
     texts = [unit_text(words) for words in (first, second)]
     if texts[0] is None or texts[0] != texts[1] or texts[0] not in KNOWN_UNITS:
         return Reading(None, 0.0)
-    return Reading(texts[0], min(w.confidence for w in (*first, *second)))
+    return Reading(texts[0], min(ocr_joined(first)[1], ocr_joined(second)[1]))
 
 
 def with_reread(curve: CurveHeader, ends: dict[int, Reading], log_grid: bool | None,

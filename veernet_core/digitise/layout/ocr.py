@@ -73,6 +73,20 @@ def read_crops(crops: list[np.ndarray], text_heights: list[float], ink_below: in
     return found
 
 
+def read_twice(crops: list[np.ndarray], text_heights: list[float], ink_below: int, whitelist: str | None,
+               tesseract: str | None = None) -> tuple[list[list[Word]], list[list[Word]]]:
+    """The words in each crop read twice (`read_crops`), sharp and then `soft`: two readings whose errors are not
+    each other's, a field being kept where they agree."""
+    return (read_crops(crops, text_heights, ink_below, whitelist, tesseract=tesseract),
+            read_crops(crops, text_heights, ink_below, whitelist, tesseract=tesseract, soft=True))
+
+
+def joined(words: list[Word]) -> tuple[str, float]:
+    """Words read as one: their texts joined left to right, and the least of their confidences (0 for none)."""
+    return ("".join(word.text for word in sorted(words, key=lambda w: w.left)),
+            min((word.confidence for word in words), default=0.0))
+
+
 def _sheet(crops: list[np.ndarray], text_heights: list[float], ink_below: int,
            soft: bool = False) -> tuple[Image.Image, list[tuple[int, float, int]]]:
     """The crops scaled, thresholded and stacked; per crop its top row on the sheet, its scale and its scaled
