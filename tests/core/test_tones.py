@@ -148,11 +148,12 @@ def _specked(gray: np.ndarray, clear_of: list[np.ndarray], count: int, seed: int
     return out
 
 
-def _on(rows: np.ndarray, level: int = 0) -> ColumnTrace:
-    """A trace drawn along `rows` (every column found), read on wrap `level`."""
+def _on(rows: np.ndarray, level: int | np.ndarray = 0) -> ColumnTrace:
+    """A trace drawn along `rows` (NaN: not found there), read on wrap `level` (one, or one per column)."""
     fraction = (rows - TOP) / (BOTTOM - TOP)
-    return ColumnTrace(fraction + level, np.full(WIDTH, level, np.int8), rows.astype(np.float64),
-                       np.ones(WIDTH, np.float32), np.zeros(WIDTH, bool))
+    found = np.isfinite(rows)
+    return ColumnTrace(fraction + level, np.where(found, level, 0).astype(np.int8), rows.astype(np.float64),
+                       found.astype(np.float32), np.zeros(WIDTH, bool))
 
 
 def test_faint_specks_do_not_put_a_light_curve_with_the_dark_ink() -> None:
@@ -202,13 +203,6 @@ def test_a_tone_trace_takes_the_wrap_levels_of_the_naming_trace_on_its_ink() -> 
     assert np.array_equal(levels_as(toned, elsewhere).level, toned.level)
 
 
-def _trace(fraction: np.ndarray, level: np.ndarray) -> ColumnTrace:
-    """A trace drawn at track `fraction` per column (NaN: none), read on wrap `level`."""
-    found = np.isfinite(fraction)
-    return ColumnTrace(fraction + level, np.where(found, level, 0).astype(np.int8), TOP + fraction * (BOTTOM - TOP),
-                       np.where(found, 1.0, 0.0).astype(np.float32), np.zeros(fraction.size, bool))
-
-
 def test_a_tone_trace_that_read_a_wrap_the_wrong_way_takes_the_declared_scales_the_naming_trace_reads() -> None:
     """A curve wrapping to and fro over its one declared edge (past left): the column tracer reads one wrap the
     wrong way and every level after it a scale off, so no one shift puts them all on the naming trace's.
@@ -218,13 +212,14 @@ def test_a_tone_trace_that_read_a_wrap_the_wrong_way_takes_the_declared_scales_t
     fraction = np.where(past, 0.9 + 0.05 * np.sin(cols / 7), 0.1 + 0.05 * np.sin(cols / 9))
     truth = np.where(past, -1, 0).astype(np.int8)
     drifted = (truth + (cols >= 250)).astype(np.int8)  # a wrap at column 250 read the wrong way
-    naming = _trace(fraction, truth)
+    rows = TOP + fraction * (BOTTOM - TOP)
+    naming = _on(rows, truth)
     naming.row[::3] = np.nan  # the naming's trace of the same ink, where it saw it
-    got = filled(_trace(fraction, drifted), naming, (0, -1))
+    got = filled(_on(rows, drifted), naming, (0, -1))
     assert np.array_equal(got.level, truth)
     assert np.allclose(got.u, fraction + truth)
     # One shift for the whole trace (the levels as the column tracer read them) leaves half of it a scale off.
-    assert np.mean(levels_as(_trace(fraction, drifted), naming).level != truth) > 0.4
+    assert np.mean(levels_as(_on(rows, drifted), naming).level != truth) > 0.4
 
 
 def test_a_broken_tone_trace_keeps_its_levels_where_the_naming_trace_reads_them_so() -> None:
@@ -235,7 +230,7 @@ def test_a_broken_tone_trace_keeps_its_levels_where_the_naming_trace_reads_them_
     fraction = np.where(cols < 250, 0.9, 0.1) + 0.03 * np.sin(cols / 11)
     fraction[250:350] = np.nan
     level = np.zeros(WIDTH, dtype=np.int8)
-    naming = _trace(fraction, level)
-    got = filled(_trace(fraction, level), naming, (0, 1))
+    rows = TOP + fraction * (BOTTOM - TOP)
+    got = filled(_on(rows, level), _on(rows, level), (0, 1))
     assert np.array_equal(got.level, level)
     assert np.array_equal(np.isfinite(got.u), np.isfinite(fraction))
