@@ -1,11 +1,17 @@
 """Page layout analysis against the full-page generator's truth, and its speed and memory on a large page.
 
-    python bench/analyse_eval.py [--pages 40] [--seed 20261124] [--big-width 2000] [--big-height 30000]
+    python bench/analyse_eval.py [--renderer synth|paper] [--pages 40] [--seed 20261124] [--big-width 2000]
+                                 [--big-height 30000]
 
-Pages come from `veernet_core.page_synth` with every option left to chance (150-400 dpi, gray or 1-bit,
-skew up to 0.8 degrees, dirt, stored turned a quarter or a half in 3 of 7, one or two sections in feet
-or metres). Each is analysed as the service does it (`analyse_image` then `to_proposal`) with the dpi
-the file would state, on one thread (OMP, OpenBLAS and Tesseract limited to one).
+Renderers: `synth` (the default) is the project's full-page generator, `veernet_core.page_synth`, with every
+option left to chance (150-400 dpi, gray or 1-bit, skew up to 0.8 degrees, dirt, stored turned a quarter or
+a half in 3 of 7, one or two sections in feet or metres). `paper` is bench/paper/sheet.py, full pages drawn
+by code of its own, independent of the generator's (its own fonts, header blocks, track-header legends in
+four layouts, unit and number spellings, grid, paper and scanner): a figure on it is not a figure on the
+pages the analysis was tuned on. With `paper` the JSON adds `by_convention`: the main figures per level of
+each convention the page was drawn with, and `worst`, the levels with the fewest complete pages. Each page is
+analysed as the service does it (`analyse_image` then `to_proposal`) with the dpi the file would state, on
+one thread (OMP, OpenBLAS and Tesseract limited to one). The largest page is the generator's in both.
 
 Figures (one JSON line):
   pages            pages analysed
@@ -67,8 +73,9 @@ from PIL import Image  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from analyse_scoring import PageScore, score_page, summarise  # noqa: E402
+from analyse_scoring import PageScore, Slot, score_page, summarise  # noqa: E402
 from benchio import log, stdout_to_stderr  # noqa: E402
+from paper.sheet import render_page  # noqa: E402
 
 from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
 from veernet_core.digitise.layout.proposal import propose_calibration, to_proposal  # noqa: E402
@@ -77,17 +84,62 @@ from veernet_core.page_synth import PageOptions, generate_page  # noqa: E402
 BIG_PIXELS = 80_000_000  # the analysis' own pixel limit for the large page (the service's is MAX_IMAGE_PIXELS)
 
 
-def evaluate(pages: int, seed: int) -> tuple[list[PageScore], list[float]]:
-    scores, seconds = [], []
+SLOT_TOLERANCE_IN = 0.15  # of paper: a header line read this near the row a curve's name is printed on is its
+
+
+def paper_slot(header_rows: tuple[tuple[tuple[float, ...], ...], ...], dpi: int) -> Slot:
+    """The independent renderer's pages: the curve whose name it printed nearest the row, within
+    SLOT_TOLERANCE_IN."""
+    def slot(row: float, section: int, track: int) -> int | None:
+        rows = header_rows[section][track]
+        if not rows:
+            return None
+        k = int(np.argmin([abs(row - r) for r in rows]))
+        return k if abs(row - rows[k]) <= SLOT_TOLERANCE_IN * dpi else None
+    return slot
+
+
+def evaluate(pages: int, seed: int, renderer: str = "synth") -> tuple[list[PageScore], list[float],
+                                                                      list[dict[str, Any]]]:
+    """Each page analysed and scored; with the conventions it was drawn with (the independent renderer's)."""
+    scores, seconds, conventions = [], [], []
     for index in range(pages):
-        page = generate_page(seed, index)
+        if renderer == "paper":
+            drawn = render_page(seed, index)
+            image, spec, slot = drawn.image, drawn.spec, paper_slot(drawn.header_rows, drawn.spec.dpi)
+            conventions.append(drawn.style)
+        else:
+            page = generate_page(seed, index)
+            image, spec, slot = page.image, page.spec, None
+            conventions.append({})
         started = time.perf_counter()
-        proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+        proposal = to_proposal(analyse_image(image, float(spec.dpi)))
         seconds.append(time.perf_counter() - started)
-        scores.append(score_page(page.spec, proposal))
-        log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {seconds[-1]:.2f} s, "
-            f"no correction: {scores[-1].no_correction}")
-    return scores, seconds
+        scores.append(score_page(spec, proposal, slot))
+        log(f"page {index}: {image.shape[1]}x{image.shape[0]} px, {seconds[-1]:.2f} s, "
+            f"no correction: {scores[-1].no_correction}, complete: {scores[-1].complete}")
+    return scores, seconds, conventions
+
+
+CONVENTION_FIGURES = ("track_recall", "depth_fitted", "depth_scale_acc", "pages_no_correction", "pages_geometry_ok",
+                      "pages_complete", "curve_fields_read", "curve_fields_wrong")
+
+
+def by_convention(scores: list[PageScore], conventions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The main figures per level of each convention (pages drawn with it), and the levels with the fewest
+    complete pages first (`worst`, levels of at least three pages)."""
+    levels: dict[str, dict[str, list[PageScore]]] = {}
+    for score, drawn in zip(scores, conventions, strict=True):
+        for name, level in drawn.items():
+            levels.setdefault(name, {}).setdefault(str(level), []).append(score)
+    table = {name: {level: {"pages": len(group), **{k: v for k, v in summarise(group).items()
+                                                    if k in CONVENTION_FIGURES}}
+                    for level, group in sorted(found.items())} for name, found in sorted(levels.items())}
+    ranked = sorted(((figures["pages_complete"] or 0.0, figures["curve_fields_read"] or 0.0, name, level)
+                     for name, found in table.items() for level, figures in found.items() if figures["pages"] >= 3))
+    return {"by_convention": table,
+            "worst": [{"convention": name, "level": level, "pages_complete": complete, "curve_fields_read": read}
+                      for complete, read, name, level in ranked[:8]]}
 
 
 def big_page(seed: int, width: int, height: int) -> dict[str, Any]:
@@ -134,6 +186,8 @@ def one_page(path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--renderer", choices=("synth", "paper"), default="synth",
+                        help="synth: the project's page generator; paper: the independent page renderer")
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--seed", type=int, default=20261124)
     parser.add_argument("--big-width", type=int, default=2000)
@@ -145,13 +199,15 @@ def main() -> None:
         return
     started = time.perf_counter()
     with stdout_to_stderr():
-        scores, seconds = evaluate(args.pages, args.seed)
+        scores, seconds, conventions = evaluate(args.pages, args.seed, args.renderer)
         largest = big_page(args.seed, args.big_width, args.big_height)
     figures = summarise(scores)
+    if args.renderer == "paper":
+        figures.update(by_convention(scores, conventions))
     figures.update({"seconds_per_page": round(float(np.mean(seconds)), 3),
                     "seconds_per_page_max": round(float(np.max(seconds)), 3),
                     "largest_page": largest, "peak_rss_mb": largest["peak_rss_mb"], "seed": args.seed,
-                    "bench_seconds": round(time.perf_counter() - started, 1)})
+                    "renderer": args.renderer, "bench_seconds": round(time.perf_counter() - started, 1)})
     print(json.dumps({"pages": len(scores), **figures}))
 
 

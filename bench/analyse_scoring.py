@@ -2,12 +2,14 @@
 
 A proposed section is matched to the true section it overlaps most (at least half of it); a true track to
 the proposed track of that section nearest it; a proposed curve to the true curve whose header line it was
-read on (`page_draw.header_slot`).
+read on: `page_draw.header_slot` for the generator's pages, or a renderer's own (`slot`), from the rows it
+printed each curve's name on.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,9 @@ from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
 
 TRACK_TOLERANCE_PX = 2.0
 DEPTH_TOLERANCE_IN = 0.02  # of paper: 2 ft at 1 in per 100 ft
+# Which true curve of a track a header line read on a page row is: (row, section index, track index) -> the
+# curve's index in the track, or None where the row is on no curve's line
+Slot = Callable[[float, int, int], int | None]
 CURVE_FIELDS = ("mnemonic", "unit", "left", "right", "style")
 LEGEND_HINTS = ("ink", "weight")  # read off a curve's line sample; empty is no hint, not a field to fill in
 
@@ -60,10 +65,21 @@ class PageScore:
         return self.no_correction and self.curve_fields_read == self.curve_fields
 
 
-def score_page(spec: PageSpec, proposal: dict[str, Any]) -> PageScore:
+def generator_slot(spec: PageSpec) -> Slot:
+    """The generator's pages: the curve whose header line `page_draw` draws nearest the row."""
+    def slot(row: float, section: int, track: int) -> int | None:
+        truth = spec.sections[section]
+        return header_slot(row, truth, len(truth.tracks[track].curves), spec.dpi)
+    return slot
+
+
+def score_page(spec: PageSpec, proposal: dict[str, Any], slot: Slot | None = None) -> PageScore:
+    """A proposal against the page's truth; `slot` tells which curve a header line read is (default: the
+    generator's header geometry)."""
+    slot = slot or generator_slot(spec)
     score = PageScore(turn_ok=proposal["orientation"]["turn"]["value"] == spec.scan.turn)
     score.geometry_ok = score.turn_ok and len(proposal["sections"]) == len(spec.sections)
-    for truth in spec.sections:
+    for index, truth in enumerate(spec.sections):
         found = _matching_section(truth, proposal["sections"])
         score.sections += 1
         score.tracks += len(truth.tracks)
@@ -72,8 +88,16 @@ def score_page(spec: PageSpec, proposal: dict[str, Any]) -> PageScore:
             for track in truth.tracks:
                 _missing_curves(score, track)
             continue
-        _score_section(score, spec, truth, found)
+        _score_section(score, spec, truth, found, _in_section(slot, index))
     return score
+
+
+def _in_section(slot: Slot, section: int) -> Callable[[float, int], int | None]:
+    return lambda row, track: slot(row, section, track)
+
+
+def _in_track(slot: Callable[[float, int], int | None], track: int) -> Callable[[float], int | None]:
+    return lambda row: slot(row, track)
 
 
 def _matching_section(truth: SectionSpec, sections: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -84,13 +108,14 @@ def _matching_section(truth: SectionSpec, sections: list[dict[str, Any]]) -> dic
     return best if best is not None and overlap(best) >= 0.5 * (truth.bottom - truth.top) else None
 
 
-def _score_section(score: PageScore, spec: PageSpec, truth: SectionSpec, found: dict[str, Any]) -> None:
+def _score_section(score: PageScore, spec: PageSpec, truth: SectionSpec, found: dict[str, Any],
+                   slot: Callable[[float, int], int | None]) -> None:
     scale_ok = found["scale"]["value"] == truth.scale_name
     score.scales_ok += scale_ok
     depth_ok = _score_depth(score, truth, found)
     tracks_ok = len(found["tracks"]) == len(truth.tracks)
-    for true_track in truth.tracks:
-        tracks_ok &= _score_track(score, spec, truth, true_track, found["tracks"])
+    for t, true_track in enumerate(truth.tracks):
+        tracks_ok &= _score_track(score, spec, true_track, found["tracks"], _in_track(slot, t))
     score.geometry_ok &= scale_ok and depth_ok and tracks_ok
 
 
@@ -107,8 +132,8 @@ def _score_depth(score: PageScore, truth: SectionSpec, found: dict[str, Any]) ->
     return float(np.abs(errors).max()) <= DEPTH_TOLERANCE_IN / truth.scale.inches_per_unit
 
 
-def _score_track(score: PageScore, spec: PageSpec, section: SectionSpec, truth: TrackSpec,
-                 tracks: list[dict[str, Any]]) -> bool:
+def _score_track(score: PageScore, spec: PageSpec, truth: TrackSpec, tracks: list[dict[str, Any]],
+                 slot: Callable[[float], int | None]) -> bool:
     def error(track: dict[str, Any]) -> float:
         extent = track["extent"]["value"]
         return max(abs(extent["left"] - truth.left), abs(extent["right"] - truth.right))
@@ -123,7 +148,7 @@ def _score_track(score: PageScore, spec: PageSpec, section: SectionSpec, truth: 
     score.grids_linlog_ok += grid.get("scale") == truth.grid
     divisions_ok = grid.get("scale") == truth.grid and grid.get("divisions") == truth.divisions
     score.grids_divisions_ok += divisions_ok
-    _score_curves(score, spec, section, truth, nearest["curves"])
+    _score_curves(score, spec, truth, nearest["curves"], slot)
     return found and divisions_ok
 
 
@@ -134,8 +159,8 @@ def _missing_curves(score: PageScore, truth: TrackSpec) -> None:
         score.hints[name][0] += len(truth.curves)
 
 
-def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth: TrackSpec,
-                  curves: list[dict[str, Any]]) -> None:
+def _score_curves(score: PageScore, spec: PageSpec, truth: TrackSpec, curves: list[dict[str, Any]],
+                  slot: Callable[[float], int | None]) -> None:
     """Each proposed curve against the true curve of the header line it was read on; a curve read where
     there is none, or a second one on a line, is extra (for the person to remove) and has every filled field
     wrong."""
@@ -147,8 +172,8 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     score.curves += len(truth.curves)
     found = set()
     for curve in curves:
-        slot = header_slot(curve["header_row"], section, len(truth.curves), spec.dpi)
-        matched, k = slot is not None and slot not in found, slot or 0
+        k_read = slot(curve["header_row"])
+        matched, k = k_read is not None and k_read not in found, k_read or 0
         if matched:
             found.add(k)
         score.curves_extra += not matched
@@ -156,7 +181,7 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
             value = curve[name]["value"]
             if value is None:
                 continue
-            right = matched and _same(value, getattr(truth.curves[k], name))
+            right = matched and _same(value, getattr(truth.curves[k], name), folded=name == "unit")
             score.curve_fields_read += matched
             score.curve_fields_wrong += not right
             score.by_field[name][0] += matched
@@ -169,7 +194,11 @@ def _score_curves(score: PageScore, spec: PageSpec, section: SectionSpec, truth:
     score.curves_found += len(found)
 
 
-def _same(value: Any, truth: Any) -> bool:
+def _same(value: Any, truth: Any, folded: bool = False) -> bool:
+    """A field read against its truth: numbers to a part in a million; with `folded`, text in either case (a
+    unit printed "mV" read "MV" is the same unit)."""
+    if folded and isinstance(value, str) and isinstance(truth, str):
+        return value.upper() == truth.upper()
     if isinstance(truth, int | float) and not isinstance(truth, bool):
         return isinstance(value, int | float) and math.isclose(float(value), float(truth), rel_tol=1e-6, abs_tol=1e-9)
     return bool(value == truth)

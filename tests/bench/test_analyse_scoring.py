@@ -77,3 +77,25 @@ def test_a_second_curve_on_a_header_line_is_extra_and_a_correction() -> None:
     judged = analyse_scoring.score_page(page.spec, doubled)
     assert judged.curves_extra == 1 and judged.curves_found == score.curves_found
     assert judged.curve_fields_wrong == score.curve_fields_wrong and not judged.no_correction
+
+
+def test_a_renderers_own_header_rows_score_as_the_generators_geometry() -> None:
+    """The slot from the rows a renderer printed each curve's name on (bench/analyse_eval.py's `paper_slot`,
+    given here the generator's own rows) scores a proposal as the generator's header geometry does; rows
+    two inches from every name match no curve."""
+    import analyse_eval
+
+    from veernet_core.page_draw import header_line_row
+    page, proposal = _analysed()
+    spec = page.spec
+    rows = tuple(tuple(tuple(header_line_row(section, k, spec.dpi) for k in range(len(track.curves)))
+                       for track in section.tracks) for section in spec.sections)
+    slot = analyse_eval.paper_slot(rows, spec.dpi)
+    by_rows, by_geometry = analyse_scoring.score_page(spec, proposal, slot), analyse_scoring.score_page(spec, proposal)
+    assert by_geometry.curves_found > 0 and by_geometry.curve_fields_read > 0
+    assert {k: v for k, v in vars(by_rows).items() if k != "depth_errors"} == {
+        k: v for k, v in vars(by_geometry).items() if k != "depth_errors"}
+    far = tuple(tuple(tuple(r - 2.0 * spec.dpi for r in track) for track in section) for section in rows)
+    moved = analyse_scoring.score_page(spec, proposal, analyse_eval.paper_slot(far, spec.dpi))
+    assert moved.curves_found == 0 and moved.curves_extra == sum(len(t["curves"]) for t in
+                                                                   proposal["sections"][0]["tracks"])

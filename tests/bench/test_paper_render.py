@@ -151,12 +151,20 @@ def _imported_modules(path: Path) -> set[str]:
     return names
 
 
+def _project_imports(files: list[Path]) -> set[str]:
+    return {name for f in files for name in _imported_modules(f)
+            if name.split(".")[0] in ("veernet_core", "api", "worker", "bench")}
+
+
 def test_the_renderer_imports_nothing_of_the_training_generator_but_the_truth_format() -> None:
+    """The strip renderer takes only `synth_truth` from veernet_core; the full-page renderer (sheet*.py) only
+    the full-page truth format and what it is built on (`page_spec`, the depth scales, `synth_truth`)."""
     files = sorted(PAPER.glob("*.py"))
-    assert {f.name for f in files} >= {"render.py", "raster.py", "values.py", "page.py"}
-    project = {name for f in files for name in _imported_modules(f)
-               if name.split(".")[0] in ("veernet_core", "api", "worker", "bench")}
-    assert project == {"veernet_core.synth_truth"}
+    assert {f.name for f in files} >= {"render.py", "raster.py", "values.py", "page.py", "sheet.py"}
+    sheets = [f for f in files if f.name.startswith("sheet")]
+    assert _project_imports([f for f in files if f not in sheets]) == {"veernet_core.synth_truth"}
+    assert _project_imports(sheets) <= {"veernet_core.page_spec", "veernet_core.digitise.layout.scales",
+                                        "veernet_core.synth_truth"}
     code = ("import sys; import bench.paper; bench.paper.render(0, 0, 0.1); "
             "print(sorted(m for m in sys.modules if m.startswith('veernet_core')))")
     loaded = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
