@@ -15,13 +15,18 @@ from veernet_core.digitise.layout.headers import (
     NAME_CONFIDENCE,
     SIGN_TEXT_PX,
     UNANIMOUS_TEXT_PX,
+    CurveHeader,
+    LineSample,
     Reading,
     agreed,
     check_ends,
     curves_in,
+    joined_entries,
+    line_style,
     reread_end,
     reread_unit,
     reread_words,
+    samples_above,
     unit_text,
     with_reread,
 )
@@ -388,3 +393,65 @@ def test_a_unit_read_again_is_the_known_unit_both_new_readings_read() -> None:
     assert reread_unit([_word("(API)", 0, 0.9)], [_word("(APE)", 0, 0.9)]).value is None  # the readings differ
     assert reread_unit([_word("(6/C3)", 0, 0.9)], [_word("(6/C3)", 0, 0.9)]).value is None  # both alike, no unit
     assert reread_unit([_word("(API)", 0, 0.9)], []).value is None
+
+
+def _two_lines(name_top: float, ends_top: float, end_word: str = "\u2014") -> list[Word]:
+    """A legend entry printed on two lines: the name and unit centred, a dash of the sample under it read at its
+    right end, and under the sample the two scale ends at the box's ends."""
+    return [Word("GR", 0.9, 260, name_top, 24, 18, 1), Word("(GAPI)", 0.9, 290, name_top, 72, 18, 1),
+            Word(end_word, 0.4, WIDTH - 30, name_top, 20, 18, 1),
+            Word("0", 0.9, 10, ends_top, 12, 18, 2), Word("150", 0.9, WIDTH - 46, ends_top, 36, 18, 2)]
+
+
+def test_a_name_over_its_sample_and_the_ends_under_it_are_one_curve() -> None:
+    """A legend that prints the name and unit on one line and the scale ends on the next (under the sample) is
+    read as one curve at the name's row, not as a named curve without ends and a nameless one with them; lines
+    further apart than JOIN_HEIGHTS text heights, or a name line with a number at its end, stay two."""
+    words = _two_lines(10.0, 55.0)
+    read = agreed(curves_in(words, BOX), curves_in(words, BOX), False, None)
+    assert [(c.mnemonic.value, c.left.value) for c in read] == [("GR", None), (None, 0.0)]
+    [curve] = joined_entries(read)
+    assert (curve.mnemonic.value, curve.unit.value, curve.left.value, curve.right.value) == ("GR", "GAPI", 0.0, 150.0)
+    assert curve.row == read[0].row and curve.end_words == read[1].end_words
+    far = _two_lines(10.0, 10.0 + 18.0 * 3.5)
+    assert len(joined_entries(agreed(curves_in(far, BOX), curves_in(far, BOX), False, None))) == 2
+    numbered = _two_lines(10.0, 55.0, end_word="200")  # the name's line has an end of its own: two entries
+    assert len(joined_entries(agreed(curves_in(numbered, BOX), curves_in(numbered, BOX), False, None))) == 2
+
+
+def test_a_decimal_read_without_its_point_is_left_unread() -> None:
+    """"03" and "-01" are "0.3" and "-0.1" whose point Tesseract lost: no header prints a zero before a digit,
+    so they are left for reading again, never proposed as 3 and -1."""
+    line = [_word("03", 10, 0.9), _word("NPHI", 260, 0.9), _word("-01", WIDTH - 46, 0.9)]
+    [curve] = curves_in(line, BOX)
+    assert (curve.mnemonic.value, curve.left.value, curve.right.value) == ("NPHI", None, None)
+    [curve] = curves_in([_word("0", 10, 0.9), _word("NPHI", 260, 0.9), _word("-0.1", WIDTH - 46, 0.9)], BOX)
+    assert (curve.left.value, curve.right.value) == (0.0, -0.1)
+
+
+def _header(row: float) -> CurveHeader:
+    return CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
+                       Reading(None, 0.0), row, 18.0)
+
+
+def test_a_legend_that_draws_each_sample_over_its_text_is_read_so() -> None:
+    """Where each curve's line sample is drawn over its text, a box's samples are found above the texts (one
+    above the first text, none under the last), and each curve takes the sample over it: the first curve's
+    dashed sample, not the second's solid one under its text."""
+    rows = (130.0, 160.0)
+    curves = [_header(BOX.top + r - BOX.top) for r in rows]
+    over = [LineSample(115, 1.0, 2.0, 2.0), LineSample(145, 1.0, 2.0, 2.0)]
+    under = [LineSample(145, 1.0, 2.0, 2.0), LineSample(175, 1.0, 2.0, 2.0)]
+    assert samples_above(curves, over, BOX.top, BOX.bottom + 20)
+    assert not samples_above(curves, under, BOX.top, BOX.bottom + 20)
+    assert not samples_above(curves[:1], [LineSample(145, 1.0, 2.0, 2.0)], BOX.top, BOX.bottom + 20)
+    ink = np.zeros((400, 800), dtype=bool)
+    ink[115, BOX.left + 20:BOX.right - 20] = (np.arange(BOX.right - BOX.left - 40) % 24) < 14  # dashed, over GR
+    ink[145, BOX.left + 20:BOX.right - 20] = True  # solid, over the second curve and under GR
+    box = TextBox(top=BOX.top, bottom=BOX.bottom + 20, left=BOX.left, right=BOX.right)
+    style, row = line_style(ink, box, curves[0], float(box.top), above=True)
+    assert (style.value, row) == ("dashed", 115)
+    style, row = line_style(ink, box, curves[1], curves[0].row, above=True)
+    assert (style.value, row) == ("solid", 145)
+    style, row = line_style(ink, box, curves[0], curves[1].row)  # read under its text: the other curve's
+    assert (style.value, row) == ("solid", 145)

@@ -48,6 +48,12 @@ from veernet_core.digitise.layout.tracks import Columns, Interval, ValueGrid, se
 
 TRACK_CROSSING = 0.5  # a track is crossed by at least half its section's depth lines
 DEPTH_COLUMN_CROSSING = 0.3
+# A run of fewer page-wide lines than this at one spacing, with no column between its borders that most of them
+# leave open, is a ruled table (a header block's well data), not a log's grid: every log section leaves its
+# depth column open. On the independent page renderer's pages (bench/paper/sheet.py, seed 1) header tables made
+# runs of 8-12 rules, every column crossed; the 57 log sections found ran 18-159 lines, each with a column open,
+# as did the generator's 62 (seed 20261124).
+TABLE_LINES = 20
 
 
 @dataclass
@@ -118,7 +124,7 @@ def make_upright(image: np.ndarray) -> Upright:
     gray = np.ascontiguousarray(page.gray[::-1, ::-1])
     page = Ink(gray, gray < page.threshold, page.paper, page.threshold, page.tones)
     flipped = [_flip(line, gray.shape[0]) for line in reversed(lines)]
-    return Upright(page, (turn + 180) % 360, below, above, skew, find_sections(flipped))
+    return Upright(page, (turn + 180) % 360, below, above, skew, log_sections(page, find_sections(flipped)))
 
 
 def _deskewed(image: np.ndarray, turn: int) -> tuple[Ink, int, Skew | None, list[Line], list[SectionRows]]:
@@ -131,7 +137,14 @@ def _deskewed(image: np.ndarray, turn: int) -> tuple[Ink, int, Skew | None, list
         gray = deskew(gray, skew, paper)
     page = Ink(gray, gray < threshold, paper, threshold, one_bit_kind(image[::4, ::4]) is None)
     lines = page_lines(page)
-    return page, turn, skew, lines, find_sections(lines)
+    return page, turn, skew, lines, log_sections(page, find_sections(lines))
+
+
+def log_sections(page: Ink, sections: list[SectionRows]) -> list[SectionRows]:
+    """The runs of lines that are a log's grid: long ones, and short ones that leave a column open (the depth
+    column); a ruled table of fewer than TABLE_LINES rules, every column crossed, is not one."""
+    return [rows for rows in sections if len(rows.lines) >= TABLE_LINES
+            or any(i.depth_lines < DEPTH_COLUMN_CROSSING for i in section_columns(page, rows).intervals)]
 
 
 def _flip(line: Line, height: int) -> Line:
@@ -192,18 +205,20 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
              for box, grid in zip(finding.header_boxes, finding.value_grids, strict=True) if box is not None]
     agreed = []  # per header box: its curves, each field as both readings read it
     for header, ink, kind in zip(boxes, inks, kinds, strict=True):
-        agreed.append(headers.agreed(headers.curves_in(next(sharp), header, ink),
-                                     headers.curves_in(next(soft), header, ink), *kind))
+        agreed.append(headers.joined_entries(headers.agreed(headers.curves_in(next(sharp), header, ink),
+                                                            headers.curves_in(next(soft), header, ink), *kind)))
     agreed = _reread_ends(agreed, crops, heights, inks, kinds, page.threshold, tesseract)
     agreed = _reread_units(agreed, crops, heights, page.threshold, tesseract)
     read = []  # per header box: (its curves read and styled, their samples' rows, every sample in it)
     for header, curves in zip(boxes, agreed, strict=True):
-        styles = [_style(page, header, curves, k) for k in range(len(curves))]
+        samples = headers.line_samples(page.ink, page.gray, page.paper, header)
+        above = headers.samples_above(curves, samples, header.top, header.bottom)
+        styles = [_style(page, header, curves, k, above) for k in range(len(curves))]
         styled = [replace(c, style=style) for c, (style, _) in zip(curves, styles, strict=True)]
-        read.append((styled, [row for _, row in styles],
-                     headers.line_samples(page.ink, page.gray, page.paper, header)))
-    # How far a legend's sample sits under its curve's text, as the read curves of the page show it.
-    below = [row - c.row for curves, rows, _ in read for c, row in zip(curves, rows, strict=True) if row is not None]
+        read.append((styled, [row for _, row in styles], samples, above))
+    # How far a legend's sample sits from its curve's text (under it, or over it in a box whose samples are
+    # `above` their text), as the read curves of the page show it.
+    below = [row - c.row for curves, rows, *_ in read for c, row in zip(curves, rows, strict=True) if row is not None]
     black = headers.page_black(page.gray, page.ink, page.paper) if read else 1.0
     headed = iter(zip(read, heights, strict=True))
     for finding in found:
@@ -211,11 +226,11 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             if box is None:
                 finding.curves.append([])
                 continue
-            (styled, rows, samples), height = next(headed)
-            offset = float(np.median(below)) if below else 2.0 * height
+            (styled, rows, samples, above), height = next(headed)
+            offset = (float(np.median(np.abs(below))) if below else 2.0 * height) * (-1.0 if above else 1.0)
             curves, rows = headers.with_unread(styled, rows, samples, height, offset)
             # A sample under no read text is styled as any: its curve's row is put above it, where text sits.
-            curves = [replace(c, style=_style(page, box, curves, k)[0]) if c.mnemonic.value is None
+            curves = [replace(c, style=_style(page, box, curves, k, above)[0]) if c.mnemonic.value is None
                       and c.style.value is None else c for k, c in enumerate(curves)]
             finding.curves.append(headers.legend(curves, rows, samples, black, page.tones))
 
@@ -267,10 +282,14 @@ def _grid_kind(grid: ValueGrid | None) -> tuple[bool | None, int | None]:
 
 
 def _style(page: Ink, box: labels.TextBox, curves: list[headers.CurveHeader],
-           k: int) -> tuple[headers.Reading, int | None]:
-    """The style of the sample line drawn under curve k's text, and its page row."""
-    next_row = curves[k + 1].row if k + 1 < len(curves) else float(box.bottom)
-    return headers.line_style(page.ink, box, curves[k], next_row, page.gray if page.tones else None, page.paper)
+           k: int, above: bool = False) -> tuple[headers.Reading, int | None]:
+    """The style of the sample line drawn under curve k's text (over it, `above`), and its page row."""
+    if above:
+        bound = curves[k - 1].row if k else float(box.top)
+    else:
+        bound = curves[k + 1].row if k + 1 < len(curves) else float(box.bottom)
+    return headers.line_style(page.ink, box, curves[k], bound, page.gray if page.tones else None, page.paper,
+                              above)
 
 
 def _fit(finding: SectionFinding, dpi: float | None, page_width: int) -> None:

@@ -233,12 +233,20 @@ def _centre(word: Word) -> float:
     return word.left + word.width / 2
 
 
+# A zero before another digit with no point between ("03", "-01") is a decimal read without its point ("0.3",
+# "-0.1"): no header prints such a number. Left unread, it is read again as a number (`reread_end`); the
+# independent page renderer's pages (seed 1) had NPHI's "0.3" and "-0.1" proposed as 3 and -1.
+LOST_POINT = re.compile(r"^[-+]?0\d")
+
+
 def _number(word: Word | None, ink: np.ndarray | None, dashes: list[Word]) -> Reading:
     """A scale end's value: negative where Tesseract read its minus, read it as a word of its own just before it,
     or dropped it and the scan shows one (`_minus`)."""
     if word is None:
         return Reading(None, 0.0)
     text = _number_text(word.text)
+    if LOST_POINT.match(text):
+        return Reading(None, 0.0)
     try:
         value = float(text)
     except ValueError:
@@ -319,15 +327,20 @@ def _common_span(span: float) -> bool:
 
 
 def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row: float,
-               gray: np.ndarray | None = None, paper: int = 255) -> tuple[Reading, int | None]:
+               gray: np.ndarray | None = None, paper: int = 255, above: bool = False) -> tuple[Reading, int | None]:
     """The style of the sample line under a curve's text (within four text heights, above the next curve's):
     solid, dashed or dotted from the share of the sample's length that is inked, dash-dot where its marks
     alternate long and short, and the page row the sample is on. Empty when no sample line is found, and the
     style alone where a broken sample's marks do not repeat (`_regular`). With the page's `gray` (and its
     `paper` level), a column where the stroke falls across two rows, too light on each to be ink, is inked
-    (`_stroke_columns`)."""
-    below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
-    y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
+    (`_stroke_columns`). `above`: the legend draws each sample over its curve's text (`samples_above`), and
+    `next_row` is the row of the curve's above it (or the box's top)."""
+    if above:
+        y0 = max(math.ceil(max(next_row + 0.6 * curve.height, curve.row - 4 * curve.height)), box.top)
+        y1 = math.floor(curve.row - 0.6 * curve.height)
+    else:
+        below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
+        y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
     if y1 - y0 < 2:
         return Reading(None, 0.0), None
     ink = page_ink[y0:y1, box.left:box.right + 1]
@@ -432,8 +445,9 @@ def with_unread(curves: list[CurveHeader], rows: list[int | None], samples: list
     """The curves read in a header box, and one more for every line sample under no read curve's text (its
     name unread: a legend draws one sample per curve), top to bottom, with the page rows of their samples.
     Such a curve has no name, unit, scale ends or style for the person to supply; its text's row is put
-    `offset` rows above its sample (where the read curves' texts sit above theirs), so that its style, ink and
-    weight are read off the sample as any curve's are (`line_style`, `legend`)."""
+    `offset` rows above its sample (where the read curves' texts sit above theirs; below it, where `offset` is
+    negative: a legend that draws its samples over their text), so that its style, ink and weight are read off
+    the sample as any curve's are (`line_style`, `legend`)."""
     taken = {row for row in rows if row is not None}
     found = list(zip(curves, rows, strict=True))
     for sample in samples:
@@ -444,6 +458,20 @@ def with_unread(curves: list[CurveHeader], rows: list[int | None], samples: list
         found.append((unread, sample.row))
     found.sort(key=lambda pair: pair[0].row)
     return [curve for curve, _ in found], [row for _, row in found]
+
+
+def samples_above(curves: list[CurveHeader], samples: list[LineSample], top: float, bottom: float) -> bool:
+    """Whether a header box's legend draws each curve's line sample over its text, not under it: more of the
+    curves (`curves`, top to bottom, in a box of page rows `top`..`bottom`) have a sample between their text and
+    the text above them than between their text and the text below. Under, on a tie: a legend of one sample per
+    curve has its samples one way, and the other way finds one fewer."""
+    rows = [curve.row for curve in curves]
+    def found(lo: float, hi: float) -> bool:
+        return any(lo < sample.row < hi for sample in samples)
+    over = sum(found(rows[k - 1] if k else top, rows[k] - 0.6 * c.height) for k, c in enumerate(curves))
+    under = sum(found(rows[k] + 0.6 * c.height, rows[k + 1] if k + 1 < len(rows) else bottom)
+                for k, c in enumerate(curves))
+    return over > under
 
 
 SAMPLE_REACH = 8  # rows either side of a line sample's row that its stroke may cover (a 4 px pen at 400 dpi, blurred)
@@ -565,6 +593,40 @@ def agreed(first: list[CurveHeader], second: list[CurveHeader], log_grid: bool |
         kept.append(replace(curve, mnemonic=mnemonic, unit=unit, left=left, right=right, end_words=end_words,
                             unit_word=_unit_word_of(unit, curve, twin)))
     return kept
+
+
+# Some legends print a curve's name and unit over its line sample and its scale ends under the sample's two ends:
+# one entry on two lines of text, read as a line with a name and no ends and, within this many text heights under
+# it, a line with ends and no name (the independent page renderer's legend layout "c", bench/paper/sheet.py).
+JOIN_HEIGHTS = 3.0
+
+
+def joined_entries(curves: list[CurveHeader]) -> list[CurveHeader]:
+    """A header box's curves (top to bottom, as `agreed` keeps them) with each line that has a name or a unit
+    and no scale end joined to the line under it that has scale ends and no name, within JOIN_HEIGHTS of its
+    text's height: the two lines of one legend entry, at the name's row."""
+    joined: list[CurveHeader] = []
+    for curve in curves:
+        above = joined[-1] if joined else None
+        if above is not None and _named_only(above) and _ends_only(curve) \
+                and curve.row - above.row <= JOIN_HEIGHTS * max(above.height, curve.height):
+            joined[-1] = replace(above, left=curve.left, right=curve.right, end_words=curve.end_words)
+        else:
+            joined.append(curve)
+    return joined
+
+
+def _named_only(curve: CurveHeader) -> bool:
+    """A line with a name or unit and nothing in its end zones that can be a number (a dash of the sample
+    under it, read as text, may be there)."""
+    return (curve.mnemonic.value is not None or curve.unit.value is not None) and curve.left.value is None \
+        and curve.right.value is None and not any(
+            word is not None and NUMBER.match(_number_text(word.text)) for word in curve.end_words)
+
+
+def _ends_only(curve: CurveHeader) -> bool:
+    return curve.mnemonic.value is None and curve.unit.value is None and (
+        curve.left.value is not None or curve.right.value is not None)
 
 
 def _unit_word_of(unit: Reading, first: CurveHeader, second: CurveHeader) -> Word | None:

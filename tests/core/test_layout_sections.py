@@ -1,0 +1,51 @@
+"""A page's log sections told from the other ruled things on it: a header block's ruled table is no section (it
+leaves no depth column open), and a grid that starts or ends between two of its lattice's steps keeps the
+frame line that closes it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veernet_core.digitise.layout.analyse import make_upright
+
+WIDTH, HEIGHT = 1200, 2400
+SPACING = 25
+BORDERS = (100, 450, 550, 1100)  # track 1, the depth column, track 2
+
+
+def _page(table: bool = True, top_frame: int = 700, bottom_frame: int = 2225) -> np.ndarray:
+    """A white page: a ruled table of ten rules and three columns at the top (a header block's well data),
+    then a log section whose depth lines run every SPACING rows from row 712 across both tracks (not the depth
+    column), closed by frame lines at `top_frame` and `bottom_frame` across the whole section and its borders."""
+    page = np.full((HEIGHT, WIDTH), 250, dtype=np.uint8)
+    if table:
+        for row in range(100, 461, 40):
+            page[row:row + 2, 100:1101] = 0
+        for column in (100, 400, 700, 1099):
+            page[100:462, column:column + 2] = 0
+        page[130:140, 150:380] = 0  # some text in its cells
+    for row in range(712, bottom_frame - 5, SPACING):
+        page[row, BORDERS[0]:BORDERS[1]] = 0
+        page[row, BORDERS[2]:BORDERS[3]] = 0
+    for row in (top_frame, bottom_frame):
+        page[row - 1:row + 2, BORDERS[0]:BORDERS[3] + 1] = 0
+    for column in BORDERS:
+        page[top_frame:bottom_frame + 1, column - 1:column + 2] = 0
+    page[620:640, 150:400] = 0  # the track header's text
+    page[620:640, 650:1000] = 0
+    return page
+
+
+def test_a_ruled_table_above_the_log_is_not_a_section_and_the_page_stays_upright() -> None:
+    upright = make_upright(_page())
+    assert upright.turn == 0
+    [section] = upright.sections
+    assert abs(section.top - 700) <= 1 and abs(section.bottom - 2225) <= 1
+
+
+def test_a_grid_closed_between_two_lattice_steps_keeps_its_frame_lines() -> None:
+    """The frames lie 12 and 13 rows (about half a step) off the lattice of depth lines: they close the section."""
+    [section] = make_upright(_page(table=False)).sections
+    assert abs(section.top - 700) <= 1 and abs(section.bottom - 2225) <= 1
+    [section] = make_upright(_page(table=False, top_frame=712, bottom_frame=2212)).sections  # on the lattice
+    assert abs(section.top - 712) <= 1 and abs(section.bottom - 2212) <= 1
