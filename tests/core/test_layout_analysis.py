@@ -269,6 +269,21 @@ def test_a_misread_depth_number_is_outvoted() -> None:
     assert fit.residual == pytest.approx(0.0, abs=1e-9)
 
 
+@pytest.mark.parametrize("offset", [-0.6, -0.4, -0.1, 0.0, 0.2])
+def test_a_depth_number_sitting_over_its_heavy_line_is_fitted_to_it(offset: float) -> None:
+    """Numbers printed over the heavy line they name (their middles 0.4-0.6 of a step above it, nearer the light
+    line above) or centred on it are fitted to that line, and the residual leaves their placement out; on a grid
+    whose lines all weigh alike, a number is fitted to the line nearest its middle."""
+    grid = _fifth_lines_grid(2.0)
+    labels = [Label(100.0 + 30.0 * (10 * k + offset), str(v), float(v), 0.9)
+              for k, v in enumerate([5000, 5100, 5200, 5300], start=1)]
+    fit = fit_depth(grid, labels, None)
+    assert fit is not None and (fit.first, fit.per_line, fit.votes) == (4900.0, 10.0, 4)
+    assert fit.residual == pytest.approx(0.0, abs=1e-9)
+    alike = fit_depth(_grid(120, 30.0), labels, None)
+    assert alike is not None and alike.first == 4900.0 - 10.0 * round(offset)
+
+
 def test_numbers_that_decrease_down_the_page_or_do_not_agree_give_no_fit() -> None:
     grid = _grid()
     falling = [Label(100.0 + 150 * k, "", float(v), 0.9) for k, v in enumerate([1400, 1300, 1200])]

@@ -187,11 +187,12 @@ def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
     read = [label for label in labels if label.value is not None and
             (label_every is None or math.isclose(label.value / label_every, round(label.value / label_every)))]
     index = {id(label): (label.row - grid.lattice.origin) / grid.lattice.spacing for label in labels}
+    line = {key: _label_line(grid, at) for key, at in index.items()}
     usable = {id(label) for label in read}
-    per_line = _vote_per_line(read, index) or per_line_prior
+    per_line = _vote_per_line(read, line) or per_line_prior
     if per_line is None or per_line <= 0:
         return None
-    starts = Counter(round((label.value or 0) - per_line * round(index[id(label)]), 6) for label in read)
+    starts = Counter(round((label.value or 0) - per_line * line[id(label)], 6) for label in read)
     if not starts:
         return None
     first, votes = starts.most_common(1)[0]
@@ -201,22 +202,45 @@ def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
     if votes < max(1 if per_line_prior is not None else 2, math.ceil(attempted / 2)):
         return None
     def agrees(label: Label) -> bool:
-        expected = first + per_line * round(index[id(label)])
+        expected = first + per_line * line[id(label)]
         return id(label) in usable and abs((label.value or 0) - expected) < per_line / 2
 
     marked = tuple(replace(label, inlier=agrees(label)) for label in labels)
-    residuals = [(label.value or 0) - (first + per_line * index[id(label)]) for label in labels if agrees(label)]
+    # Against the rows the numbers sit at beside their lines (over them, or centred on them), so that the numbers'
+    # placement is not counted as error.
+    inliers = [label for label in labels if agrees(label)]
+    placed = float(np.median([index[id(label)] - line[id(label)] for label in inliers]))
+    residuals = [(label.value or 0) - (first + per_line * (index[id(label)] - placed)) for label in inliers]
     return DepthFit(first, per_line, marked, float(np.sqrt(np.mean(np.square(residuals)))), votes)
 
 
-def _vote_per_line(read: list[Label], index: dict[int, float]) -> float | None:
+# A depth number is printed at one of the grid's heaviest lines: centred on it, or sitting just over it, where
+# its middle may be nearer the light line above (the independent page renderer's "above_line" numbers, whose
+# fits all fell one light line off). A number between two lines takes the heavier where it is this much heavier
+# than the other, and both were found; else the nearer.
+LABEL_HEAVIER = 1.25
+
+
+def _label_line(grid: Grid, at: float) -> int:
+    """The lattice line a number whose middle is at fractional lattice index `at` is printed at."""
+    below, above = math.floor(at), math.floor(at) + 1
+    near = round(at)
+    if below < 0 or above >= grid.weights.size:
+        return near
+    light, heavy = sorted((below, above), key=lambda k: float(grid.weights[k]))
+    if grid.weights[light] > 0 and grid.weights[heavy] >= LABEL_HEAVIER * grid.weights[light]:
+        return heavy
+    return near
+
+
+def _vote_per_line(read: list[Label], line: dict[int, int]) -> float | None:
     """The depth per lattice line that more pairs of numbers agree on than on any other: positive (depth
     increases down the page) and a round number (1, 2, 2.5 or 5 times a power of ten), as grids are
     drawn. None when no such value wins outright."""
     votes: Counter[float] = Counter()
     for a in range(len(read)):
         for b in range(a + 1, len(read)):
-            steps = round(index[id(read[b])]) - round(index[id(read[a])])
+            steps = line[id(read[b])] - line[id(read[a])]
             if steps != 0:
                 per_line = round(((read[b].value or 0) - (read[a].value or 0)) / steps, 6)
                 if per_line > 0 and _round_number(per_line):
