@@ -49,3 +49,17 @@ def test_a_grid_closed_between_two_lattice_steps_keeps_its_frame_lines() -> None
     assert abs(section.top - 700) <= 1 and abs(section.bottom - 2225) <= 1
     [section] = make_upright(_page(table=False, top_frame=712, bottom_frame=2212)).sections  # on the lattice
     assert abs(section.top - 712) <= 1 and abs(section.bottom - 2212) <= 1
+
+
+def test_evenly_spaced_legend_lines_over_a_grid_do_not_seed_a_lattice_of_every_other_line() -> None:
+    """Four legend lines 34 rows apart, then a grid every 15.3 rows: followed at about twice the grid's
+    spacing, a run from the legend would pass over every other grid line one at a time. The grid is one run at
+    its own spacing, from its first line, and the legend lines are not in it."""
+    from veernet_core.digitise.layout.lines import chains
+
+    legend = [468.5, 503.8, 538.4, 572.0, 606.0, 675.0]
+    grid = list(698.1 + 15.3 * np.arange(100))
+    centres = np.array(legend + grid)
+    [run] = chains(centres, 8)
+    assert centres[run[0]] == 698.1 and len(run) == 100
+    assert np.allclose(np.diff(centres[run]), 15.3)
