@@ -22,6 +22,7 @@ from veernet_core.digitise.layout.headers import (
     check_ends,
     curves_in,
     joined_entries,
+    line_samples,
     line_style,
     reread_end,
     reread_unit,
@@ -455,3 +456,32 @@ def test_a_legend_that_draws_each_sample_over_its_text_is_read_so() -> None:
     assert (style.value, row) == ("solid", 145)
     style, row = line_style(ink, box, curves[0], curves[1].row)  # read under its text: the other curve's
     assert (style.value, row) == ("solid", 145)
+
+
+def test_a_unit_printed_bare_after_the_name_is_the_unit_and_never_the_name() -> None:
+    """"GR API", "SP mV": a known unit printed without parentheses after the name is the curve's unit (in capitals),
+    however much surer Tesseract is of it than of the name; a known unit alone on a line names no curve."""
+    for unit, read in (("API", "API"), ("mV", "MV"), ("OHMM", "OHMM")):
+        line = [_word("0", 10, 0.9), _word("GR", 260, 0.5), _word(unit, 300, 0.95), _word("150", WIDTH - 46, 0.9)]
+        [curve] = agreed(curves_in(line, BOX), curves_in(line, BOX))
+        assert (curve.mnemonic.value, curve.unit.value, curve.left.value, curve.right.value) == ("GR", read, 0.0, 150.0)
+    assert curves_in([_word("OHMM", 300, 0.95)], BOX) == []
+    [curve] = curves_in([_word("APIX", 260, 0.9), _word("API", 320, 0.9)], BOX)  # an unknown word is a name
+    assert (curve.mnemonic.value, curve.unit.value) == ("APIX", "API")
+
+
+def test_a_rule_between_legend_cells_is_no_line_sample() -> None:
+    """A legend that rules each entry into a cell draws the rules from border to border, the samples stopping
+    short of them: the rule under an entry is neither its sample nor a curve of its own; a dashed sample above
+    it is read as the entry's."""
+    box = TextBox(top=100, bottom=220, left=50, right=649)
+    ink = np.zeros((400, 800), dtype=bool)
+    ink[150, box.left + 20:box.right - 20] = (np.arange(box.right - box.left - 40) % 24) < 14  # the dashed sample
+    ink[170, box.left - 3:box.right + 4] = True  # the cell's rule, into the borders
+    gray = np.where(ink, 0, 255).astype(np.uint8)
+    assert [sample.row for sample in line_samples(ink, gray, 255, box)] == [150]
+    style, row = line_style(ink, box, _header(130.0), float(box.bottom))
+    assert (style.value, row) == ("dashed", 150)
+    ink[150] = False  # no sample at all: the rule is still none
+    assert line_samples(ink, np.where(ink, 0, 255).astype(np.uint8), 255, box) == []
+    assert line_style(ink, box, _header(130.0), float(box.bottom)) == (Reading(None, 0.0), None)

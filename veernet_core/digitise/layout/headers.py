@@ -188,8 +188,10 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
             and _centre(ends[-1]) > (1 - END_ZONE) * width:
         right = ends[-1]
     names = [replace(w, text=_name_text(w.text, w.confidence)) for w in line if w is not left and w is not right]
-    # The surest word that can be a name: a misread scale end beside it ("O02." for "0.2") can look like one.
-    mnemonic = max((w for w in names if NAME.match(w.text.split("(")[0])), key=lambda w: w.confidence, default=None)
+    # The surest word that can be a name: a misread scale end beside it ("O02." for "0.2") can look like one. A
+    # known unit is never the name: printed bare after it ("GR API"), it is the unit.
+    mnemonic = max((w for w in names if NAME.match(w.text.split("(")[0]) and not _bare_unit(w.text)),
+                   key=lambda w: w.confidence, default=None)
     row = box.top + float(np.mean([w.top + w.height / 2 for w in line]))
     height = float(np.median([w.height for w in line]))
     if mnemonic is None and left is None and right is None:
@@ -197,7 +199,9 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     # "GR(API)": Tesseract may keep the unit on the name; a line whose name is unread may still show its unit.
     name, _, glued = mnemonic.text.partition("(") if mnemonic else ("", "", "")
     unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
-    unit_text = (glued if glued else unit.text[1:] if unit else "").rstrip(")")
+    if unit is None and not glued and mnemonic is not None:
+        unit = next((w for w in names if w.left > mnemonic.left and _bare_unit(w.text)), None)
+    unit_text = (glued if glued else unit.text.lstrip("(") if unit else "").rstrip(")").upper()
     source, unit_reading = unit or mnemonic, Reading(None, 0.0)
     if source is not None and UNIT.match(unit_text) and unit_text in KNOWN_UNITS:
         unit_reading = Reading(unit_text, source.confidence)
@@ -205,6 +209,11 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     return CurveHeader(Reading(name, mnemonic.confidence) if mnemonic else Reading(None, 0.0), unit_reading,
                        _number(left, ink, dashes), _number(right, ink, dashes), Reading(None, 0.0), row, height,
                        unit_word=None if unit_reading.value is not None else unit_word)
+
+
+def _bare_unit(text: str) -> bool:
+    """Whether a word is a known unit printed without parentheses (in either case: "mV")."""
+    return not text.startswith("(") and text.upper() in KNOWN_UNITS
 
 
 def _name_text(text: str, confidence: float) -> str:
@@ -344,7 +353,7 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     if y1 - y0 < 2:
         return Reading(None, 0.0), None
     ink = page_ink[y0:y1, box.left:box.right + 1]
-    stretches = spread(ink)
+    stretches = np.where(cell_rules(ink), 0, spread(ink))
     row = int(np.argmax(stretches))
     if stretches[row] < RULE_STRETCHES:
         return Reading(None, 0.0), None
@@ -474,6 +483,24 @@ def samples_above(curves: list[CurveHeader], samples: list[LineSample], top: flo
     return over > under
 
 
+# A legend that rules each curve's entry into a cell of its own draws its rules from border to border, where a
+# curve's line sample stops short of them (the independent page renderer's legend layout "d": its rules were read
+# as solid samples, the cells' curves given a solid style and extra curves proposed on them). A row of a header
+# box inked over this share of its width and at both its edges is such a rule, not a sample.
+RULE_SHARE = 0.97
+RULE_EDGE = 2  # columns at either edge of the box
+
+
+def cell_rules(ink: np.ndarray) -> np.ndarray:
+    """Per row of a header box's ink (bool, the box's columns): whether it is a rule drawn across the box."""
+    if ink.shape[1] <= 2 * RULE_EDGE or ink.shape[0] == 0:
+        return np.zeros(ink.shape[0], dtype=bool)
+    near = ink.copy()  # with the rows either side: a rule a scan left slightly tilted steps from row to row
+    near[1:] |= ink[:-1]
+    near[:-1] |= ink[1:]
+    return (near.mean(axis=1) >= RULE_SHARE) & near[:, :RULE_EDGE].any(axis=1) & near[:, -RULE_EDGE:].any(axis=1)
+
+
 SAMPLE_REACH = 8  # rows either side of a line sample's row that its stroke may cover (a 4 px pen at 400 dpi, blurred)
 FAINT = 0.08  # darkness under which a pixel across a line sample is paper, not its stroke's blurred edge
 
@@ -484,8 +511,10 @@ def line_samples(page_ink: np.ndarray, gray: np.ndarray, paper: int, box: TextBo
     than a pen's stroke can be (2 SAMPLE_REACH) is a smudge of dirt across a line of text, not a sample: on a
     1-bit scan (seed 999's page 33 of bench/analyse_eval.py) one was proposed as a curve."""
     ink = page_ink[box.top:box.bottom + 1, box.left:box.right + 1]
+    rules = cell_rules(ink)
     middles = [int(band[len(band) // 2]) for band in _full_rows(spread(ink))
-               if band[0] > 1 and band[-1] < ink.shape[0] - 2 and len(band) <= 2 * SAMPLE_REACH]
+               if band[0] > 1 and band[-1] < ink.shape[0] - 2 and len(band) <= 2 * SAMPLE_REACH
+               and not rules[band].any()]
     samples = []
     for k, middle in enumerate(middles):
         lo = max(middle - SAMPLE_REACH, (middles[k - 1] + middle) // 2 + 1 if k else 0)
