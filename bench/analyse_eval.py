@@ -87,15 +87,21 @@ BIG_PIXELS = 80_000_000  # the analysis' own pixel limit for the large page (the
 SLOT_TOLERANCE_IN = 0.15  # of paper: a header line read this near the row a curve's name is printed on is its
 
 
-def paper_slot(header_rows: tuple[tuple[tuple[float, ...], ...], ...], dpi: int) -> Slot:
-    """The independent renderer's pages: the curve whose name it printed nearest the row, within
+Rows = tuple[tuple[tuple[float, ...], ...], ...]  # [section][track][curve]: a page row
+
+
+def paper_slot(header_rows: Rows, dpi: int, ends_rows: Rows = ()) -> Slot:
+    """The independent renderer's pages: the curve whose legend entry has a line of text (its name's, or its
+    scale ends' where they are printed on a line of their own, `ends_rows`) nearest the row, within
     SLOT_TOLERANCE_IN."""
     def slot(row: float, section: int, track: int) -> int | None:
-        rows = header_rows[section][track]
-        if not rows:
+        names = header_rows[section][track]
+        if not names:
             return None
-        k = int(np.argmin([abs(row - r) for r in rows]))
-        return k if abs(row - rows[k]) <= SLOT_TOLERANCE_IN * dpi else None
+        ends = ends_rows[section][track] if ends_rows else names
+        off = [min(abs(row - name), abs(row - end)) for name, end in zip(names, ends, strict=True)]
+        k = int(np.argmin(off))
+        return k if off[k] <= SLOT_TOLERANCE_IN * dpi else None
     return slot
 
 
@@ -106,7 +112,8 @@ def evaluate(pages: int, seed: int, renderer: str = "synth") -> tuple[list[PageS
     for index in range(pages):
         if renderer == "paper":
             drawn = render_page(seed, index)
-            image, spec, slot = drawn.image, drawn.spec, paper_slot(drawn.header_rows, drawn.spec.dpi)
+            image, spec = drawn.image, drawn.spec
+            slot = paper_slot(drawn.header_rows, drawn.spec.dpi, drawn.ends_rows)
             conventions.append(drawn.style)
         else:
             page = generate_page(seed, index)

@@ -74,6 +74,9 @@ class PaperPage:
     # [section][track][curve]: page row (upright, unskewed) of the centre of the text line carrying the curve's name
     header_rows: tuple[tuple[tuple[float, ...], ...], ...]
     style: dict[str, Any]  # the conventions this page was drawn with
+    # the same for the text line carrying the curve's scale ends: its name's line, or the line under its sample
+    # where the legend prints the ends there (layout "c")
+    ends_rows: tuple[tuple[tuple[float, ...], ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class Design:
     spec: PageSpec
     header_rows: tuple[tuple[tuple[float, ...], ...], ...]
     style: dict[str, Any]
+    ends_rows: tuple[tuple[tuple[float, ...], ...], ...] = ()
 
 
 def render_page(seed: int, index: int, clean: bool = False) -> PaperPage:
@@ -117,7 +121,7 @@ def render_page(seed: int, index: int, clean: bool = False) -> PaperPage:
     page = design(seed, index, clean)
     tone = sheet_draw.draw(page.rng, page.plan, page.spec, page.scanner.ink)
     image = sheet_draw.scan(page.rng, tone, page.scanner, page.spec.dpi)
-    return PaperPage(image, page.spec, page.header_rows, page.style)
+    return PaperPage(image, page.spec, page.header_rows, page.style, page.ends_rows)
 
 
 def design(seed: int, index: int, clean: bool = False) -> Design:
@@ -130,6 +134,7 @@ def design(seed: int, index: int, clean: bool = False) -> Design:
     scanner = sheet_draw.sample_scanner(rng, dpi, MAX_SKEW_DEG)
     layout = _Layout(rng, dpi, width, scanner)
     spec, header_rows = layout.build(seed, index)
+    ends_rows = tuple(layout.section_ends)
     style = {**layout.style, "scan": scanner.mode, "jpeg": bool(scanner.jpeg), "turn": scanner.spec.turn,
              "skew": _band(abs(scanner.spec.skew_deg), (0.05, 0.4), ("none", "small", "large")),
              "fold": scanner.fold is not None, "punch": scanner.punch}
@@ -137,7 +142,7 @@ def design(seed: int, index: int, clean: bool = False) -> Design:
         scanner = sheet_draw.clean_scanner()
         spec = replace(spec, scan=scanner.spec)
         style = {**style, "scan": "clean", "jpeg": False, "turn": 0, "skew": "none", "fold": False, "punch": False}
-    return Design(rng, layout.plan, scanner, spec, header_rows, style)
+    return Design(rng, layout.plan, scanner, spec, header_rows, style, ends_rows)
 
 
 def _pick(rng: np.random.Generator, table: tuple[tuple[Any, float], ...]) -> Any:
@@ -177,6 +182,11 @@ class _Layout:
         self.depth_size = round(self.px(rng.uniform(7, 10) / 72))
         self.weights = self._grid_weights()
         self.plan = Plan(0, width, self.border)
+        # Rows of the text lines carrying the curves' scale ends: per section [track][curve] (`section_ends`), the
+        # legend last laid out's (`legend_ends`), and the entry last laid out's (`ends_row`).
+        self.section_ends: list[tuple[tuple[float, ...], ...]] = []
+        self.legend_ends: tuple[tuple[float, ...], ...] = ()
+        self.ends_row = 0.0
 
     def px(self, inches: float) -> float:
         return inches * self.dpi
@@ -452,18 +462,19 @@ class _Layout:
         """The track headers between rows `first` and `last` (inside the strip's rules); per track, the rows
         its curves' names are printed on."""
         rule, cells = self._cell_rule(), leg.layout == "d"
-        rows = []
+        rows, ends_rows = [], []
         for j, track in enumerate(tracks):
             total = self._stack_height(leg, track)
             inset = 0 if cells else self.edge
             y = first + inset if leg.stack == "top" else last - total - inset
             c0, c1 = round(track.left), round(track.right)
-            names = []
+            names, ends = [], []
             for k, curve in enumerate(track.curves):
                 if cells and leg.stack == "bottom":
                     self.plan.rules.append(Rule(round(y), c0, round(y) + rule - 1, c1))
                     y += rule
                 names.append(self._entry(leg, y, track, curve, j, k))
+                ends.append(self.ends_row)
                 y += self._entry_height(leg, curve)
                 if cells and leg.stack == "top":
                     self.plan.rules.append(Rule(round(y), c0, round(y) + rule - 1, c1))
@@ -471,6 +482,7 @@ class _Layout:
                 elif not cells:
                     y += leg.spacing
             rows.append(tuple(names))
+            ends_rows.append(tuple(ends))
         words = ("DEPTH", self.depth_word)
         room = depth[1] - depth[0] - self.border - self.px(0.06)
         size = leg.size
@@ -480,6 +492,7 @@ class _Layout:
         for i, word in enumerate(words):
             self.plan.texts.append(Text((depth[0] + depth[1]) / 2, mid + (i - 0.5) * 1.3 * size
                                         + cap_height(leg.face, size) / 2, word, leg.face, size, "ms"))
+        self.legend_ends = tuple(ends_rows)
         return tuple(rows)
 
     def _entry(self, leg: Legend, y: float, track: TrackSpec, curve: CurveSpec, j: int, k: int) -> float:
@@ -501,6 +514,7 @@ class _Layout:
                             Text(x0, ends_base, number(curve.left, leg.numbers), leg.face, leg.size, "ls"),
                             Text(x1, ends_base, number(curve.right, leg.numbers), leg.face, leg.size, "rs")]
         self.plan.samples.append(Sample(sample, x0, x1, j, k))
+        self.ends_row = ends_base - leg.cap / 2
         return name_row
 
     # ---------------------------------------------------------------- sections
@@ -516,6 +530,7 @@ class _Layout:
         section = SectionSpec(scale.name, header_top, t0 + (bw - 1) / 2, b0 + (bw - 1) / 2, depth_top, rows_per_unit,
                               (borders[1], borders[2]), tuple(tracks))
         names = self._legend(leg, header_top + bw, t0, tracks, section.depth_column, scale.unit)
+        self.section_ends.append(self.legend_ends)
         end = b0 + bw - 1
         if repeat:  # the legend again under the grid, closed by a rule
             below = end + 1 + round(strip) - bw

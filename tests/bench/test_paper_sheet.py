@@ -227,3 +227,31 @@ def test_pages_vary_the_conventions_of_printed_logs_and_keep_their_truth_consist
                         assert curve.right / curve.left == pytest.approx(10**track.divisions)
                     else:
                         assert curve.unit in LINEAR[curve.mnemonic][0]
+
+
+def test_each_curves_scale_ends_are_printed_on_its_ends_row() -> None:
+    """`ends_rows` is the line of a curve's scale ends: its name's line, but for a legend that prints the ends
+    under the sample (layout c), a line below it within the entry, where text is inked at the track's left end."""
+    seen = set()
+    for index in range(40):
+        page = design(7, index, clean=True)
+        layout = page.style["legend"] if page.style["legend"] != "d" else page.style["cell"]
+        for names, ends in zip(page.header_rows, page.ends_rows, strict=True):
+            for name_rows, end_rows in zip(names, ends, strict=True):
+                for name, end in zip(name_rows, end_rows, strict=True):
+                    if layout == "c":
+                        assert 0 < end - name < 0.4 * page.spec.dpi
+                    else:
+                        assert end == pytest.approx(name, abs=1e-6)
+        seen.add(layout)
+        if layout == "c" and "checked" not in seen:
+            drawn = render_page(7, index, clean=True)
+            ink = drawn.image < 128
+            section = drawn.spec.sections[0]
+            for track, rows in zip(section.tracks, drawn.ends_rows[0], strict=True):
+                left = round(track.left) + 4
+                for row in rows:
+                    r = round(row)
+                    assert ink[r - 2:r + 3, left:left + round(0.3 * drawn.spec.dpi)].any()
+            seen.add("checked")
+    assert {"a", "b", "c", "checked"} <= seen

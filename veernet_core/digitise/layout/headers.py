@@ -34,7 +34,7 @@ KNOWN_UNITS = frozenset((
     "API", "GAPI", "MV", "V", "OHMM", "OHM-M", "OHM.M", "OHMS", "MMHO", "MMHOS", "MS/M", "IN", "MM", "CM", "FT",
     "M", "G/C3", "G/CC", "G/CM3", "K/M3", "KG/M3", "V/V", "PU", "%", "DEC", "FRAC", "US/F", "US/FT", "USEC/FT",
     "US/M", "B/E", "BARN/E", "CU", "DEGF", "DEGC", "DEG", "LB/F", "PSI", "KPA", "MPA", "PPM", "CPS", "CPM", "MR/H",
-    "UR/H", "PERCENT",
+    "UR/H", "PERCENT", "INCH", "INCHES", "LB", "LBF", "KLB", "CFCF", "GM/CC",
 ))
 END_ZONE = 0.35  # a scale end is printed in the outer 0.35 of its header box's width, either side
 MIN_CONFIDENCE = 0.6  # a scale end's: a digit misread is a plausible number, which only its pair checks
