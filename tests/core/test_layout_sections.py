@@ -63,3 +63,32 @@ def test_evenly_spaced_legend_lines_over_a_grid_do_not_seed_a_lattice_of_every_o
     [run] = chains(centres, 8)
     assert centres[run[0]] == 698.1 and len(run) == 100
     assert np.allclose(np.diff(centres[run]), 15.3)
+
+
+def test_a_table_whose_rules_lead_into_the_grid_at_another_spacing_is_split_off() -> None:
+    """Table rules 48 rows apart, three legend lines about 50 apart, then the grid every 43 rows from its frame:
+    followed as one run they drift from one spacing to the other. The run is split where its spacing changes,
+    the grid keeping its frame line."""
+    from veernet_core.digitise.layout.sections import _one_spacing
+
+    centres = np.array([58, 105, 153, 201, 249, 297, 345, 393, 441, 537, 587, 637, *(689 + 43 * np.arange(60))],
+                       dtype=np.float64)
+    run = list(range(centres.size))
+    table, grid = _one_spacing(run, centres)
+    assert centres[grid[0]] == 689 and len(grid) == 60 and centres[table[-1]] < 689
+    even = np.array(689 + 43 * np.arange(60), dtype=np.float64)
+    assert _one_spacing(list(range(60)), even) == [list(range(60))]
+
+
+def test_a_table_that_leaves_several_cells_open_is_not_a_section() -> None:
+    """A short run of rules that leaves more than one column open (rules spanning some of a table's columns
+    only) is a table; a log's short section leaves one open, its depth column."""
+    page = _page(table=False)
+    for row in range(100, 400, 40):  # eight rules; every other one spans the first two of four columns only
+        page[row:row + 2, 100:(1101 if row % 80 == 20 else 600)] = 0
+    for column in (100, 350, 600, 850, 1099):
+        page[100:382, column:column + 2] = 0
+    upright = make_upright(page)
+    assert upright.turn == 0
+    [section] = upright.sections
+    assert abs(section.top - 700) <= 1

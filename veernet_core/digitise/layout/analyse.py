@@ -48,11 +48,12 @@ from veernet_core.digitise.layout.tracks import Columns, Interval, ValueGrid, se
 
 TRACK_CROSSING = 0.5  # a track is crossed by at least half its section's depth lines
 DEPTH_COLUMN_CROSSING = 0.3
-# A run of fewer page-wide lines than this at one spacing, with no column between its borders that most of them
-# leave open, is a ruled table (a header block's well data), not a log's grid: every log section leaves its
-# depth column open. On the independent page renderer's pages (bench/paper/sheet.py, seed 1) header tables made
-# runs of 8-12 rules, every column crossed; the 57 log sections found ran 18-159 lines, each with a column open,
-# as did the generator's 62 (seed 20261124).
+# A run of fewer page-wide lines than this at one spacing, without exactly one column between its borders that
+# most of them leave open, is a ruled table (a header block's well data), not a log's grid: every log section
+# leaves its depth column open. On the independent page renderer's pages (bench/paper/sheet.py, seed 1) header
+# tables made runs of 8-12 rules, every column crossed or (rules spanning some columns) four left open; the 57
+# log sections found ran 18-159 lines, those under 36 lines each with one column open, as did the generator's 62
+# (seed 20261124).
 TABLE_LINES = 20
 
 
@@ -141,10 +142,11 @@ def _deskewed(image: np.ndarray, turn: int) -> tuple[Ink, int, Skew | None, list
 
 
 def log_sections(page: Ink, sections: list[SectionRows]) -> list[SectionRows]:
-    """The runs of lines that are a log's grid: long ones, and short ones that leave a column open (the depth
-    column); a ruled table of fewer than TABLE_LINES rules, every column crossed, is not one."""
+    """The runs of lines that are a log's grid: long ones, and short ones that leave one column open (the depth
+    column); a ruled table of fewer than TABLE_LINES rules, every column crossed or several cells left open by
+    rules that span some of its columns only, is not one."""
     return [rows for rows in sections if len(rows.lines) >= TABLE_LINES
-            or any(i.depth_lines < DEPTH_COLUMN_CROSSING for i in section_columns(page, rows).intervals)]
+            or sum(i.depth_lines < DEPTH_COLUMN_CROSSING for i in section_columns(page, rows).intervals) == 1]
 
 
 def _flip(line: Line, height: int) -> Line:

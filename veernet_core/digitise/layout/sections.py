@@ -91,10 +91,43 @@ def find_sections(lines: list[Line]) -> list[SectionRows]:
     lines = [line for line in lines if line.coverage >= 0.35 * typical]
     centres = np.array([line.centre for line in lines])
     found = []
-    for run in chains(centres, MIN_GRID_LINES):
-        run = _framed(_trim(run, centres), lines)
-        found.append(SectionRows(tuple(lines[j] for j in run), typical_gap(centres[run])))
+    for whole in chains(centres, MIN_GRID_LINES):
+        for run in _one_spacing(whole, centres):
+            if len(run) >= MIN_GRID_LINES:
+                run = _framed(_trim(run, centres), lines)
+                found.append(SectionRows(tuple(lines[j] for j in run), typical_gap(centres[run])))
     return found
+
+
+# A grid's lines keep one spacing to a small fraction of it; a run whose spacing over its first lines differs
+# from its spacing over the rest by more than this share of it joins two lattices that the run's following
+# drifted across: a header block's ruled table, 0.23 in apart, and the log's grid under it at 0.2 in, linked by a
+# legend's line samples (the independent page renderer's seed 1 page 1, read upside down for the ink above it).
+SPACING_SPLIT = 0.06
+SPLIT_MIN = 4  # single steps either side of a split
+
+
+def _one_spacing(run: list[int], centres: np.ndarray) -> list[list[int]]:
+    """The run, or its two parts either side of the place where its spacing changes, where it changes by more
+    than SPACING_SPLIT (each step's gap over the whole steps it spans, the median either side)."""
+    gaps = np.diff(centres[run])
+    typical = typical_gap(centres[run])
+    steps = np.maximum(1, np.round(gaps / typical))
+    unit = gaps / steps
+    if unit.size < 2 * SPLIT_MIN:
+        return [run]
+    # The change point: the split that leaves each part's steps nearest their own median.
+    cuts = range(SPLIT_MIN, unit.size - SPLIT_MIN + 1)
+    cut = min(cuts, key=lambda k: float(np.abs(unit[:k] - np.median(unit[:k])).sum()
+                                      + np.abs(unit[k:] - np.median(unit[k:])).sum()))
+    before, after = float(np.median(unit[:cut])), float(np.median(unit[cut:]))
+    if abs(before - after) <= SPACING_SPLIT * min(before, after):
+        return [run]
+    first, second = run[:cut + 1], run[cut + 1:]
+    spacing = float(np.median(unit[cut:]))
+    while len(first) > 1 and abs(centres[second[0]] - centres[first[-1]] - spacing) <= 0.1 * spacing:
+        first, second = first[:-1], [first[-1], *second]  # a line one step of the later lattice before it is its
+    return [first, second]
 
 
 # A log starts and ends at any depth, its grid's lines at round ones: the frame line that closes a grid may lie
