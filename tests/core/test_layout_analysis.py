@@ -11,7 +11,7 @@ import pytest
 
 from veernet_core.digitise.layout import analyse
 from veernet_core.digitise.layout.analyse import analyse_image
-from veernet_core.digitise.layout.depth import Grid, Label, fit_depth, name_scale, weight_pattern
+from veernet_core.digitise.layout.depth import Grid, Label, Pattern, fit_depth, name_scale, weight_pattern
 from veernet_core.digitise.layout.lines import Line, fit_lattice
 from veernet_core.digitise.layout.ocr import find_tesseract
 from veernet_core.digitise.layout.proposal import to_proposal
@@ -282,6 +282,21 @@ def test_a_depth_number_sitting_over_its_heavy_line_is_fitted_to_it(offset: floa
     assert fit.residual == pytest.approx(0.0, abs=1e-9)
     alike = fit_depth(_grid(120, 30.0), labels, None)
     assert alike is not None and alike.first == 4900.0 - 10.0 * round(offset)
+
+
+def test_numbers_sitting_over_their_lines_on_a_grid_whose_weights_a_1_bit_scan_evened_out() -> None:
+    """Where a 1-bit scan leaves the lines about as heavy as each other, the section's weight pattern (its major
+    lines every tenth) still says which lines the numbers are printed at: all of them sitting over their lines,
+    the fit puts them there, not one line up; without the pattern, the nearest line it is."""
+    k = np.arange(120)
+    grid = Grid(fit_lattice(100.0 + 30.0 * k, 30.0), 1.0 + 0.01 * np.sin(k), k.size)
+    labels = [Label(100.0 + 30.0 * (10 * n - 0.6), str(v), float(v), 0.9)
+              for n, v in enumerate([5000, 5100, 5200, 5300], start=1)]
+    pattern = Pattern(5, 10, 0, 0.9, frozenset({(5, 10)}))
+    fit = fit_depth(grid, labels, None, None, pattern)
+    assert fit is not None and (fit.first, fit.per_line) == (4900.0, 10.0)
+    nearest = fit_depth(grid, labels, None)
+    assert nearest is not None and nearest.first == 4910.0
 
 
 def test_numbers_that_decrease_down_the_page_or_do_not_agree_give_no_fit() -> None:

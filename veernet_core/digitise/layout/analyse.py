@@ -305,8 +305,8 @@ def _fit(finding: SectionFinding, dpi: float | None, page_width: int) -> None:
     scales = []  # the scales sure enough to lend their depth per line and the numbers they print
     if first is not None and first.dpi_source == "file" and first.off < 1.1:
         scales = [first.scale] if first.rival is None else [first.scale, scale_named(first.rival)]
-    fits = [fit_depth(finding.grid, finding.labels, scale.minor, scale.label_every) for scale in scales] or [
-        fit_depth(finding.grid, finding.labels, None, None)]
+    fits = [fit_depth(finding.grid, finding.labels, scale.minor, scale.label_every, finding.pattern)
+            for scale in scales] or [fit_depth(finding.grid, finding.labels, None, None, finding.pattern)]
     found = sorted((fit for fit in fits if fit is not None), key=lambda fit: -fit.votes)
     alike = len(found) > 1 and found[1].votes == found[0].votes and found[1].per_line != found[0].per_line
     finding.fit = found[0] if found and not alike else None

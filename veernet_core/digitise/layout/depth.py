@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -180,14 +181,51 @@ class DepthFit:
 
 
 def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
-              label_every: float | None = None) -> DepthFit | None:
+              label_every: float | None = None, pattern: Pattern | None = None) -> DepthFit | None:
     """Robust fit of the numbers onto the lattice; None when fewer than two agree (or one, given the depth
     per line from a confidently named scale), or fewer than half of those any digit was read in. With
-    `label_every` (the scale's), a number that is not a multiple of it is a misreading and takes no part."""
+    `label_every` (the scale's), a number that is not a multiple of it is a misreading and takes no part.
+
+    A log prints its numbers one way (`PLACEMENTS`): each at the line nearest its middle, or each sitting over
+    its line (the line under its middle), or hanging under it. The placement more numbers agree on is kept; on
+    a tie, the one that puts the numbers on the grid's heavier lines (medium and major lines by `pattern`, the
+    weights' where there is none), then the nearest."""
     read = [label for label in labels if label.value is not None and
             (label_every is None or math.isclose(label.value / label_every, round(label.value / label_every)))]
     index = {id(label): (label.row - grid.lattice.origin) / grid.lattice.spacing for label in labels}
-    line = {key: _label_line(grid, at) for key, at in index.items()}
+    best: tuple[int, float, DepthFit] | None = None
+    for place in PLACEMENTS:
+        line = {key: place(at) for key, at in index.items()}
+        fit = _fit_on(labels, read, index, line, per_line_prior)
+        if fit is None:
+            continue
+        heavy = float(np.mean([_heavy(grid, pattern, line[id(label)])
+                               for label, marked in zip(labels, fit.labels, strict=True) if marked.inlier]))
+        if best is None or (fit.votes, heavy) > best[:2]:
+            best = (fit.votes, heavy, fit)
+    return best[2] if best is not None else None
+
+
+# Where a number is printed beside the line it names, from its middle's fractional lattice index: nearest it,
+# sitting over it (the independent page renderer's "above_line" numbers, whose middles lie nearer the light
+# line above; their fits all fell one light line off), hanging under it.
+PLACEMENTS: tuple[Callable[[float], int], ...] = (round, lambda at: math.floor(at) + 1, math.floor)
+
+
+def _heavy(grid: Grid, pattern: Pattern | None, k: int) -> float:
+    """How heavy lattice line k is: 1 on a medium or major line of the pattern, else 0; without a pattern, its
+    weight over the grid's median line's."""
+    if pattern is not None:
+        return float((k - pattern.phase) % pattern.medium_every == 0)
+    if not 0 <= k < grid.weights.size:
+        return 0.0
+    found = grid.weights[grid.weights > 0]
+    return float(grid.weights[k] / np.median(found)) if found.size else 0.0
+
+
+def _fit_on(labels: list[Label], read: list[Label], index: dict[int, float], line: dict[int, int],
+            per_line_prior: float | None) -> DepthFit | None:
+    """The fit with each number on lattice line `line[id(number)]`."""
     usable = {id(label) for label in read}
     per_line = _vote_per_line(read, line) or per_line_prior
     if per_line is None or per_line <= 0:
@@ -212,25 +250,6 @@ def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
     placed = float(np.median([index[id(label)] - line[id(label)] for label in inliers]))
     residuals = [(label.value or 0) - (first + per_line * (index[id(label)] - placed)) for label in inliers]
     return DepthFit(first, per_line, marked, float(np.sqrt(np.mean(np.square(residuals)))), votes)
-
-
-# A depth number is printed at one of the grid's heaviest lines: centred on it, or sitting just over it, where
-# its middle may be nearer the light line above (the independent page renderer's "above_line" numbers, whose
-# fits all fell one light line off). A number between two lines takes the heavier where it is this much heavier
-# than the other, and both were found; else the nearer.
-LABEL_HEAVIER = 1.25
-
-
-def _label_line(grid: Grid, at: float) -> int:
-    """The lattice line a number whose middle is at fractional lattice index `at` is printed at."""
-    below, above = math.floor(at), math.floor(at) + 1
-    near = round(at)
-    if below < 0 or above >= grid.weights.size:
-        return near
-    light, heavy = sorted((below, above), key=lambda k: float(grid.weights[k]))
-    if grid.weights[light] > 0 and grid.weights[heavy] >= LABEL_HEAVIER * grid.weights[light]:
-        return heavy
-    return near
 
 
 def _vote_per_line(read: list[Label], line: dict[int, int]) -> float | None:
