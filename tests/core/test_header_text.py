@@ -485,3 +485,18 @@ def test_a_rule_between_legend_cells_is_no_line_sample() -> None:
     ink[150] = False  # no sample at all: the rule is still none
     assert line_samples(ink, np.where(ink, 0, 255).astype(np.uint8), 255, box) == []
     assert line_style(ink, box, _header(130.0), float(box.bottom)) == (Reading(None, 0.0), None)
+
+
+def test_the_last_curves_sample_close_over_the_boxs_bottom_is_its_own() -> None:
+    """The last curve of a header has no text under it: its sample, drawn just over the box's bottom edge, is
+    read (half a line of text is kept clear of a next curve's text, not of the box's edge); over its text, the
+    first curve's sample just under the box's top is read alike."""
+    box = TextBox(top=100, bottom=220, left=50, right=649)
+    ink = np.zeros((400, 800), dtype=bool)
+    ink[215, box.left + 20:box.right - 20] = (np.arange(box.right - box.left - 40) % 24) < 14
+    style, row = line_style(ink, box, _header(195.0), float(box.bottom))
+    assert (style.value, row) == ("dashed", 215)
+    ink[:] = False
+    ink[105, box.left + 20:box.right - 20] = True
+    style, row = line_style(ink, box, _header(125.0), float(box.top), above=True)
+    assert (style.value, row) == ("solid", 105)

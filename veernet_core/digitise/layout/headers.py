@@ -344,11 +344,13 @@ def line_style(page_ink: np.ndarray, box: TextBox, curve: CurveHeader, next_row:
     `paper` level), a column where the stroke falls across two rows, too light on each to be ink, is inked
     (`_stroke_columns`). `above`: the legend draws each sample over its curve's text (`samples_above`), and
     `next_row` is the row of the curve's above it (or the box's top)."""
+    # Half a line of text clear of the next curve's text; a box's edge has none.
+    clear = 0.0 if (next_row <= box.top if above else next_row >= box.bottom) else 0.6 * curve.height
     if above:
-        y0 = max(math.ceil(max(next_row + 0.6 * curve.height, curve.row - 4 * curve.height)), box.top)
+        y0 = max(math.ceil(max(next_row + clear, curve.row - 4 * curve.height)), box.top)
         y1 = math.floor(curve.row - 0.6 * curve.height)
     else:
-        below, limit = curve.row + 0.6 * curve.height, min(next_row - 0.6 * curve.height, curve.row + 4 * curve.height)
+        below, limit = curve.row + 0.6 * curve.height, min(next_row - clear, curve.row + 4 * curve.height)
         y0, y1 = math.ceil(below), min(math.floor(limit), box.bottom)
     if y1 - y0 < 2:
         return Reading(None, 0.0), None
