@@ -500,3 +500,13 @@ def test_the_last_curves_sample_close_over_the_boxs_bottom_is_its_own() -> None:
     ink[105, box.left + 20:box.right - 20] = True
     style, row = line_style(ink, box, _header(125.0), float(box.top), above=True)
     assert (style.value, row) == ("solid", 105)
+
+
+def test_a_bare_unit_read_joined_to_the_name_is_split_off() -> None:
+    """"CALI IN" read as one word "CALIIN", "TENS LB" as "TENSLB": the name and its unit; names that end in no
+    known unit, or would leave a name of one letter, stay whole."""
+    for word, name, unit in (("CALIIN", "CALI", "IN"), ("TENSLB", "TENS", "LB"), ("GRGAPI", "GR", "GAPI"),
+                             ("ILDOHMM", "ILD", "OHMM"), ("MSFL", "MSFL", None), ("SFLU", "SFLU", None),
+                             ("RMM", "RMM", None), ("NPHI", "NPHI", None)):
+        [curve] = curves_in([_word("0", 10, 0.9), _word(word, 260, 0.9), _word("150", WIDTH - 46, 0.9)], BOX)
+        assert (curve.mnemonic.value, curve.unit.value) == (name, unit), word

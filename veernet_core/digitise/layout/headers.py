@@ -202,6 +202,8 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     if unit is None and not glued and mnemonic is not None:
         unit = next((w for w in names if w.left > mnemonic.left and _bare_unit(w.text)), None)
     unit_text = (glued if glued else unit.text.lstrip("(") if unit else "").rstrip(")").upper()
+    if unit is None and not glued and mnemonic is not None:
+        name, unit_text = _unit_joined(name)
     source, unit_reading = unit or mnemonic, Reading(None, 0.0)
     if source is not None and UNIT.match(unit_text) and unit_text in KNOWN_UNITS:
         unit_reading = Reading(unit_text, source.confidence)
@@ -209,6 +211,20 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     return CurveHeader(Reading(name, mnemonic.confidence) if mnemonic else Reading(None, 0.0), unit_reading,
                        _number(left, ink, dashes), _number(right, ink, dashes), Reading(None, 0.0), row, height,
                        unit_word=None if unit_reading.value is not None else unit_word)
+
+
+# A bare unit Tesseract joined to the name where the space between them is narrow ("CALIIN" for "CALI IN", "TENSLB"):
+# split where the word ends in a known unit of two characters or more after a name of two or more. No LAS name
+# the analysis has met ends so (GR, SP, CALI, NPHI, RHOB, DT, PEF, ILD, ILM, SFLU, LLD, LLS, MSFL, TENS, ...).
+JOINED_UNITS = tuple(sorted((unit for unit in KNOWN_UNITS if len(unit) >= 2 and unit.isalpha()), key=len, reverse=True))
+
+
+def _unit_joined(word: str) -> tuple[str, str]:
+    """(name, unit) of a name word with a known unit joined to its end; (word, "") where it has none."""
+    for unit in JOINED_UNITS:
+        if word.endswith(unit) and NAME.match(word[:-len(unit)]):
+            return word[:-len(unit)], unit
+    return word, ""
 
 
 def _bare_unit(text: str) -> bool:
