@@ -231,7 +231,8 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             (styled, rows, samples, above), height = next(headed)
             offset = (float(np.median(np.abs(below))) if below else 2.0 * height) * (-1.0 if above else 1.0)
             curves, rows = headers.with_unread(styled, rows, samples, height, offset)
-            # A sample under no read text is styled as any: its curve's row is put above it, where text sits.
+            # A sample under no read text is styled as any: its curve's row is put where text sits beside it
+            # (above it, or below in a box whose samples are drawn over their text).
             curves = [replace(c, style=_style(page, box, curves, k, above)[0]) if c.mnemonic.value is None
                       and c.style.value is None else c for k, c in enumerate(curves)]
             finding.curves.append(headers.legend(curves, rows, samples, black, page.tones))
