@@ -3,7 +3,8 @@
 `render_page(seed, index)` draws a portrait page as an archive holds it and returns it with its truth in the
 full-page truth format (`veernet_core.page_spec.PageSpec`, in the upright unskewed page's pixels: pixel (r, c)
 centred at row r, column c; a line where the centre of its pixels is; depth exactly linear in the row), the
-row each curve's name is printed on (`header_rows`) and the conventions it was drawn with (`style`).
+row each curve's name is printed on (`header_rows`) and its scale ends (`ends_rows`: the name's row, or a line
+of their own under the sample in legend layout "c"), and the conventions it was drawn with (`style`).
 
 The conventions are those of printed logs, chosen per page: a ruled header block of well data (label: value
 lines, a two-column table with cell rules, or a title banner over them) stating the depth scales; one or two
