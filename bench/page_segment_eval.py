@@ -1,7 +1,11 @@
-"""Whole sections of full pages digitised against the generator's truth: POST /segment's page path.
+"""Whole sections of full pages digitised against their truth: POST /segment's page path.
 
-    python bench/page_segment_eval.py [--pages 20] [--seed 5150] [--source model|truth] [--checkpoint PATH]
-                                      [--hints legend|read|none]
+    python bench/page_segment_eval.py [--renderer synth|paper] [--pages 20] [--seed 5150]
+                                      [--source model|truth] [--checkpoint PATH] [--hints legend|read|none]
+
+`--renderer paper` reads the independent page renderer's pages (bench/paper/sheet.py: its own fonts, legends,
+grid, curves drawn from its own tool readings, two in five linear curves wrapping onto a backup scale past the
+right edge, which the completed calibration declares; with the legend's hints or none, and the model).
 
 Pages come from `veernet_core.page_synth` with every option left to chance (150-400 dpi, gray or 1-bit,
 skewed, dirty, stored turned in 3 of 7, one or two sections, 1-3 curves a track, each in a line style,
@@ -62,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchio import log, stdout_to_stderr  # noqa: E402
 from digitise_figures import named_right  # noqa: E402
+from paper.sheet import render_page  # noqa: E402
 
 from veernet_core.checkpoint import deserialize  # noqa: E402
 from veernet_core.digitise.calibration import CalibrationError  # noqa: E402
@@ -129,9 +134,11 @@ def names_right(page: SynthPage, section: SectionDigitised, matched: list[int]) 
 
 
 def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str,
-                  hints: str = "legend") -> tuple[list[Read], int]:
+                  hints: str = "legend", wraps: dict[tuple[int, int], bool] | None = None) -> tuple[list[Read], int]:
     """Every section of the page whose tracks the analysis found: (section, scores, calibration, each curve's
-    identity verdict by name, the true track of each calibrated one); and how many were skipped."""
+    identity verdict by name, the true track of each calibrated one); and how many were skipped. `wraps`: per
+    (true track, curve), a backup scale past the right edge, which the completed calibration then declares as its
+    header would (`wrap: right`)."""
     done, skipped, scan = [], 0, _png(page.image)
     for s in range(min(len(proposal["sections"]), len(page.spec.sections))):
         matched = matched_tracks(proposal, page, s)
@@ -139,6 +146,10 @@ def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, sou
             skipped += 1
             continue
         completed = complete_proposal(proposal, page, s, hints)
+        for track, j in zip(completed["sections"][s]["tracks"], matched, strict=True):
+            for k, curve in enumerate(track["curves"]):
+                if (wraps or {}).get((j, k)):
+                    curve["wrap"] = {"value": "right", "confidence": 1.0, "evidence": "the page's header"}
         try:
             calibration = SectionCalibration.from_dict(completed, *page.image.shape)
         except CalibrationError as exc:
@@ -192,7 +203,7 @@ def summarise(scored: list[Scored]) -> dict[str, Any]:
 
 
 def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None,
-             hints: str = "legend") -> dict[str, Any]:
+             hints: str = "legend", renderer: str = "synth") -> dict[str, Any]:
     data, sha256 = read_checkpoint(checkpoint or bundled_model_path())
     trained = deserialize(data)["train_config"]["data"]
     if trained.get("page_share") and int(trained["seed"]) == seed:
@@ -201,12 +212,17 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None,
     scored: list[Scored] = []
     seconds, analyse_seconds, sections, skipped = [], [], 0, 0
     for index in range(pages):
-        page = generate_page(seed, index)
+        wraps = None
+        if renderer == "paper":
+            drawn = render_page(seed, index)
+            page, wraps = SynthPage(drawn.image, drawn.spec, drawn.curve_fractions), drawn.wraps
+        else:
+            page = generate_page(seed, index)
         started = time.perf_counter()
         proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
         analyse_seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
-        done, missed = digitise_page(page, proposal, model, source, hints)
+        done, missed = digitise_page(page, proposal, model, source, hints, wraps)
         seconds.append(time.perf_counter() - started)
         sections, skipped = sections + len(done), skipped + missed
         for s, scores, calibration, identity, matched, right in done:
@@ -218,7 +234,7 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None,
                                      true.tone, right.get((score.track, score.mnemonic))))
         log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {len(done)} sections "
             f"({missed} skipped), {seconds[-1]:.2f} s")
-    return {"pages": pages, "seed": seed, "source": source, "hints": hints, "sections": sections,
+    return {"pages": pages, "seed": seed, "renderer": renderer, "source": source, "hints": hints, "sections": sections,
             "sections_skipped": skipped,
             **summarise(scored), "seconds_per_page": round(float(np.mean(seconds)), 3),
             "analyse_seconds_per_page": round(float(np.mean(analyse_seconds)), 3), "model_sha256": sha256}
@@ -226,6 +242,9 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--renderer", choices=("synth", "paper"), default="synth",
+                        help="synth: the project's page generator; paper: the independent page renderer "
+                             "(bench/paper/sheet.py)")
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--seed", type=int, default=5150, help="held out: the tests use 4040")
     parser.add_argument("--source", choices=("model", "truth"), default="model")
@@ -234,8 +253,11 @@ def main() -> None:
                         help="the curves' style, ink and weight hints: as the legend gives them, as the analysis "
                              "read them, or none")
     args = parser.parse_args()
+    if args.renderer == "paper" and (args.hints == "read" or args.source == "truth"):
+        raise SystemExit("--renderer paper: hints from the legend or none, and the model's probabilities (the read "
+                         "hints and the perfect probabilities follow the generator's own drawing)")
     with stdout_to_stderr():
-        figures = evaluate(args.pages, args.seed, args.source, args.checkpoint, args.hints)
+        figures = evaluate(args.pages, args.seed, args.source, args.checkpoint, args.hints, args.renderer)
     print(json.dumps(figures))
 
 

@@ -24,7 +24,7 @@ A page is a pure function of (seed, index, clean): `clean` draws the same page o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,10 @@ class PaperPage:
     # the same for the text line carrying the curve's scale ends: its name's line, or the line under its sample
     # where the legend prints the ends there (layout "c")
     ends_rows: tuple[tuple[tuple[float, ...], ...], ...] = ()
+    # [section][curve, in track order]: the fraction across its track each curve's pen stands for at rows
+    # ceil(top) + 1 .. floor(bottom) - 1 (past 1 on a backup scale; NaN where it is not drawn)
+    curve_fractions: list[list[np.ndarray]] = field(default_factory=list)
+    wraps: dict[tuple[int, int], bool] = field(default_factory=dict)  # (track, curve): a backup scale past right
 
 
 @dataclass(frozen=True)
@@ -120,9 +124,11 @@ class Design:
 def render_page(seed: int, index: int, clean: bool = False) -> PaperPage:
     """One scanned page and its truth (see the module docstring)."""
     page = design(seed, index, clean)
-    tone = sheet_draw.draw(page.rng, page.plan, page.spec, page.scanner.ink)
+    truth: dict[str, Any] = {}
+    tone = sheet_draw.draw(page.rng, page.plan, page.spec, page.scanner.ink, truth)
     image = sheet_draw.scan(page.rng, tone, page.scanner, page.spec.dpi)
-    return PaperPage(image, page.spec, page.header_rows, page.style, page.ends_rows)
+    return PaperPage(image, page.spec, page.header_rows, page.style, page.ends_rows, truth["fractions"],
+                     truth["wraps"])
 
 
 def design(seed: int, index: int, clean: bool = False) -> Design:

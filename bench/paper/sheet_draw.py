@@ -18,6 +18,7 @@ import io
 import math
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
@@ -140,8 +141,13 @@ def clean_scanner() -> Scanner:
 # ---------------------------------------------------------------- drawing
 
 
-def draw(rng: np.random.Generator, plan: Plan, spec: PageSpec, ink: float) -> np.ndarray:
-    """The upright printed page, float32, 255 white paper; darkest ink wins where marks cross."""
+def draw(rng: np.random.Generator, plan: Plan, spec: PageSpec, ink: float,
+         truth: dict[str, Any] | None = None) -> np.ndarray:
+    """The upright printed page, float32, 255 white paper; darkest ink wins where marks cross. With `truth` (a
+    dict to fill), its curves as drawn: "fractions", per section and curve (in track order), the fraction across
+    its track the pen stands for at each row from ceil(top) + 1 to floor(bottom) - 1 (past 1 on the backup scale
+    past the right edge where the curve has one; NaN on rows the pen does not reach), and "wraps", per (track,
+    curve), whether it has that backup scale."""
     tone = np.full((plan.height, plan.width), 255.0, np.float32)
     for line in plan.lines:
         _line(tone, line)
@@ -158,16 +164,24 @@ def draw(rng: np.random.Generator, plan: Plan, spec: PageSpec, ink: float) -> np
     wraps = {(j, k): not c.log and rng.random() < 0.4
              for j, track in enumerate(tracks) for k, c in enumerate(track.curves)}
     inner = plan.border_px / 2 + 1
+    fractions: list[list[np.ndarray]] = []
     for section in spec.sections:
         step = max(1.0, spec.dpi / 200)
         rows = np.arange(math.ceil(section.top + inner), math.floor(section.bottom - inner), step)
         depth = section.depth_at(rows)
+        every = np.arange(math.ceil(section.top) + 1, math.floor(section.bottom), dtype=np.float64)
+        fractions.append([])
         for j, track in enumerate(section.tracks):
             lo, hi = track.left + inner, track.right - inner
             for k, curve in enumerate(track.curves):
                 depths, values = readings[curve.mnemonic]
                 backup = (1,) if wraps[(j, k)] else ()
                 fraction = keep_in_reach(_fraction(curve, np.interp(depth, depths, values)), backup)
+                at_rows = np.interp(every, rows, fraction)  # on the pen's path: straight between drawn rows
+                # the pen runs between lo and hi, inside the borders: its place as a fraction between the borders
+                side = (at_rows > 1).astype(np.float64)
+                across = (lo - track.left + (at_rows - side) * (hi - lo)) / (track.right - track.left) + side
+                fractions[-1].append(np.where((every >= rows[0]) & (every <= rows[-1]), across, np.nan))
                 pieces = [(side, [(c, r) for r, c in points]) for side, points in pen_path(rows, fraction, lo, hi)]
                 marks = styled_marks(pieces, cuts[(j, k)], float(rng.uniform(0, 50)))
                 _pen(tone, marks, curve, spec.dpi, curve.pen_gray(round(ink)))
@@ -179,6 +193,8 @@ def draw(rng: np.random.Generator, plan: Plan, spec: PageSpec, ink: float) -> np
         pen.text((t.x, t.y), t.text, fill=255, font=font(t.face, t.size), anchor=t.anchor)
     cover = np.asarray(black, np.float32) * ((255.0 - ink) / 255.0)
     np.minimum(tone, 255.0 - cover, out=tone)
+    if truth is not None:
+        truth.update(fractions=fractions, wraps=wraps)
     return tone
 
 

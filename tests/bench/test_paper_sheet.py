@@ -255,3 +255,35 @@ def test_each_curves_scale_ends_are_printed_on_its_ends_row() -> None:
                     assert ink[r - 2:r + 3, left:left + round(0.3 * drawn.spec.dpi)].any()
             seen.add("checked")
     assert {"a", "b", "c", "checked"} <= seen
+
+
+def test_each_curves_truth_lies_on_its_ink() -> None:
+    """`curve_fractions` are where each curve's pen runs: on a clean page, at rows every 40 apart, the nearest ink
+    of the row to a solid curve's truth (past 1, one track width back from the left border: its backup scale)
+    is under half a pixel away at the median, and within its pen's width and two pixels in most rows (a steep
+    pen between two drawn rows lands a row off); NaN only near the frame lines."""
+    checked = 0
+    for index in range(6):
+        page = render_page(11, index, clean=True)
+        ink = page.image < 200
+        for s, section in enumerate(page.spec.sections):
+            first = math.ceil(section.top) + 1
+            truths = iter(page.curve_fractions[s])
+            for track in section.tracks:
+                for curve in track.curves:
+                    truth = next(truths)
+                    assert truth.size == math.floor(section.bottom) - first
+                    assert np.isfinite(truth[10:-10]).all()
+                    if curve.style != "solid":
+                        continue
+                    rows = np.arange(first, first + truth.size)[10:-10:40]
+                    at = truth[10:-10:40]
+                    cols = track.left + (at - (at > 1)) * (track.right - track.left)
+                    off = []
+                    for r, c in zip(rows, cols, strict=True):
+                        inked = np.flatnonzero(ink[r, math.ceil(track.left) + 3:math.floor(track.right) - 2])
+                        off.append(np.abs(inked + math.ceil(track.left) + 3 - c).min() if inked.size else np.inf)
+                    assert np.median(off) <= 0.5, (index, curve.mnemonic)
+                    assert np.mean(np.array(off) <= curve.stroke_px(page.spec.dpi) + 2) >= 0.8, (index, curve.mnemonic)
+                    checked += 1
+    assert checked >= 6
