@@ -193,13 +193,14 @@ def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
     read = [label for label in labels if label.value is not None and
             (label_every is None or math.isclose(label.value / label_every, round(label.value / label_every)))]
     index = {id(label): (label.row - grid.lattice.origin) / grid.lattice.spacing for label in labels}
+    heavy_at = _heaviness(grid, pattern)
     best: tuple[int, float, DepthFit] | None = None
     for place in PLACEMENTS:
         line = {key: place(at) for key, at in index.items()}
         fit = _fit_on(labels, read, index, line, per_line_prior)
         if fit is None:
             continue
-        heavy = float(np.mean([_heavy(grid, pattern, line[id(label)])
+        heavy = float(np.mean([heavy_at(line[id(label)])
                                for label, marked in zip(labels, fit.labels, strict=True) if marked.inlier]))
         if best is None or (fit.votes, heavy) > best[:2]:
             best = (fit.votes, heavy, fit)
@@ -212,15 +213,14 @@ def fit_depth(grid: Grid, labels: list[Label], per_line_prior: float | None,
 PLACEMENTS: tuple[Callable[[float], int], ...] = (round, lambda at: math.floor(at) + 1, math.floor)
 
 
-def _heavy(grid: Grid, pattern: Pattern | None, k: int) -> float:
-    """How heavy lattice line k is: 1 on a medium or major line of the pattern, else 0; without a pattern, its
-    weight over the grid's median line's."""
+def _heaviness(grid: Grid, pattern: Pattern | None) -> Callable[[int], float]:
+    """How heavy a lattice line k is: 1 on a medium or major line of the pattern, else 0; without a pattern, its
+    weight over the grid's median line's (0 off the grid, or where no line was found)."""
     if pattern is not None:
-        return float((k - pattern.phase) % pattern.medium_every == 0)
-    if not 0 <= k < grid.weights.size:
-        return 0.0
+        return lambda k: float((k - pattern.phase) % pattern.medium_every == 0)
     found = grid.weights[grid.weights > 0]
-    return float(grid.weights[k] / np.median(found)) if found.size else 0.0
+    typical = float(np.median(found)) if found.size else 0.0
+    return lambda k: float(grid.weights[k] / typical) if typical and 0 <= k < grid.weights.size else 0.0
 
 
 def _fit_on(labels: list[Label], read: list[Label], index: dict[int, float], line: dict[int, int],

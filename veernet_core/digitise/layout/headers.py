@@ -199,11 +199,12 @@ def _curve(line: list[Word], box: TextBox, ink: np.ndarray | None, dashes: list[
     # "GR(API)": Tesseract may keep the unit on the name; a line whose name is unread may still show its unit.
     name, _, glued = mnemonic.text.partition("(") if mnemonic else ("", "", "")
     unit = next((w for w in names if w is not mnemonic and w.text.startswith("(")), None)
+    joined = ""  # a bare unit read as part of the name's word
     if unit is None and not glued and mnemonic is not None:
         unit = next((w for w in names if w.left > mnemonic.left and _bare_unit(w.text)), None)
-    unit_text = (glued if glued else unit.text.lstrip("(") if unit else "").rstrip(")").upper()
-    if unit is None and not glued and mnemonic is not None:
-        name, unit_text = _unit_joined(name)
+        if unit is None:
+            name, joined = _unit_joined(name)
+    unit_text = (glued or (unit.text.lstrip("(") if unit else joined)).rstrip(")").upper()
     source, unit_reading = unit or mnemonic, Reading(None, 0.0)
     if source is not None and UNIT.match(unit_text) and unit_text in KNOWN_UNITS:
         unit_reading = Reading(unit_text, source.confidence)

@@ -124,8 +124,7 @@ def _one_spacing(run: list[int], centres: np.ndarray) -> list[list[int]]:
     if abs(before - after) <= SPACING_SPLIT * min(before, after):
         return [run]
     first, second = run[:cut + 1], run[cut + 1:]
-    spacing = float(np.median(unit[cut:]))
-    while len(first) > 1 and abs(centres[second[0]] - centres[first[-1]] - spacing) <= 0.1 * spacing:
+    while len(first) > 1 and abs(centres[second[0]] - centres[first[-1]] - after) <= 0.1 * after:
         first, second = first[:-1], [first[-1], *second]  # a line one step of the later lattice before it is its
     return [first, second]
 
