@@ -79,12 +79,10 @@ from paper.sheet import render_page  # noqa: E402
 
 from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
 from veernet_core.digitise.layout.proposal import propose_calibration, to_proposal  # noqa: E402
+from veernet_core.page_draw import HEADER_SLOT_TOLERANCE_IN  # noqa: E402
 from veernet_core.page_synth import PageOptions, generate_page  # noqa: E402
 
 BIG_PIXELS = 80_000_000  # the analysis' own pixel limit for the large page (the service's is MAX_IMAGE_PIXELS)
-
-
-SLOT_TOLERANCE_IN = 0.15  # of paper: a header line read this near the row a curve's name is printed on is its
 
 
 Rows = tuple[tuple[tuple[float, ...], ...], ...]  # [section][track][curve]: a page row
@@ -92,8 +90,8 @@ Rows = tuple[tuple[tuple[float, ...], ...], ...]  # [section][track][curve]: a p
 
 def paper_slot(header_rows: Rows, dpi: int, ends_rows: Rows = ()) -> Slot:
     """The independent renderer's pages: the curve whose legend entry has a line of text (its name's, or its
-    scale ends' where they are printed on a line of their own, `ends_rows`) nearest the row, within
-    SLOT_TOLERANCE_IN."""
+    scale ends' where they are printed on a line of their own, `ends_rows`) nearest the row, within the
+    tolerance the generator's pages are scored with (`page_draw.HEADER_SLOT_TOLERANCE_IN`)."""
     def slot(row: float, section: int, track: int) -> int | None:
         names = header_rows[section][track]
         if not names:
@@ -101,7 +99,7 @@ def paper_slot(header_rows: Rows, dpi: int, ends_rows: Rows = ()) -> Slot:
         ends = ends_rows[section][track] if ends_rows else names
         off = [min(abs(row - name), abs(row - end)) for name, end in zip(names, ends, strict=True)]
         k = int(np.argmin(off))
-        return k if off[k] <= SLOT_TOLERANCE_IN * dpi else None
+        return k if off[k] <= HEADER_SLOT_TOLERANCE_IN * dpi else None
     return slot
 
 

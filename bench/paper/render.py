@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -57,9 +58,10 @@ class Sheet:
     low_res: bool
 
 
-def _pick(rng: np.random.Generator, table: tuple) -> str:
-    names, weights = zip(*table, strict=True)
-    return str(rng.choice(names, p=np.array(weights) / sum(weights)))
+def pick(rng: np.random.Generator, table: tuple[tuple[Any, float], ...]) -> Any:
+    """One item of a table of (item, weight) pairs, drawn with the weights' odds."""
+    weights = np.array([w for _, w in table])
+    return table[int(rng.choice(len(table), p=weights / weights.sum()))][0]
 
 
 def _sheet(rng: np.random.Generator, scale: float) -> Sheet:
@@ -117,10 +119,10 @@ class Pen:
 
 
 def _pen(rng: np.random.Generator) -> Pen:
-    style = _pick(rng, PEN_STYLES)
+    style = pick(rng, PEN_STYLES)
     ink = int(rng.integers(0, 61)) if rng.random() < 0.7 else int(rng.integers(110, 171))
     stroke = int(rng.choice([1, 2, 3, 4], p=[0.35, 0.35, 0.2, 0.1]))
-    return Pen(style, ink, stroke, _pick(rng, WRAP_CHOICES))
+    return Pen(style, ink, stroke, pick(rng, WRAP_CHOICES))
 
 
 def _curve_fraction(rng: np.random.Generator, sheet: Sheet, tool: str, pen: Pen,

@@ -33,6 +33,7 @@ from veernet_core.digitise.layout.scales import DepthScale, scale_named
 from veernet_core.page_spec import CurveSpec, PageSpec, SectionSpec, TrackSpec
 
 from . import sheet_draw
+from .render import pick
 from .sheet_draw import Line, Plan, Rule, Sample, Text, cap_height, text_width
 
 PAGE_WIDTH_IN = 8.5
@@ -152,11 +153,6 @@ def design(seed: int, index: int, clean: bool = False) -> Design:
     return Design(rng, layout.plan, scanner, spec, header_rows, style, ends_rows)
 
 
-def _pick(rng: np.random.Generator, table: tuple[tuple[Any, float], ...]) -> Any:
-    weights = np.array([w for _, w in table])
-    return table[int(rng.choice(len(table), p=weights / weights.sum()))][0]
-
-
 def _band(value: float, edges: tuple[float, ...], names: tuple[str, ...]) -> str:
     return names[int(np.searchsorted(edges, value, side="right"))]
 
@@ -217,7 +213,7 @@ class _Layout:
         unit = "m" if rng.random() < 0.3 else "ft"
         self.depth_word = str(rng.choice(["FT", "FEET", "M", "METRES"][2 * (unit == "m") :][:2]))
         self.style.update(font=family.removeprefix("Liberation"), bold_names=bold,
-                          depth_labels=str(_pick(rng, (("centred", 0.4), ("above_line", 0.3), ("ticks", 0.3)))))
+                          depth_labels=str(pick(rng, (("centred", 0.4), ("above_line", 0.3), ("ticks", 0.3)))))
         borders = self._columns()
         tracks = self._tracks(borders)
         leg = self._fit(self._legend_style(regular, heavy if bold else regular), tracks)
@@ -266,7 +262,7 @@ class _Layout:
         """The ruled box of well data at the top: label: value lines, a table with cell rules, or a title
         banner over label: value lines; the row after its frame, and its text lines."""
         rng, bw = self.rng, self.border
-        kind = str(_pick(rng, (("fields", 0.35), ("table", 0.35), ("banner", 0.3))))
+        kind = str(pick(rng, (("fields", 0.35), ("table", 0.35), ("banner", 0.3))))
         self.style["header"] = kind
         rule = max(1, round(self.px(rng.uniform(0.005, 0.012))))
         c0, c1 = round(borders[0] - (bw - 1) / 2), round(borders[-1] - (bw - 1) / 2) + bw - 1
@@ -333,7 +329,7 @@ class _Layout:
         clear = math.tan(math.radians(abs(self.scanner.spec.skew_deg))) * self.px(TALLEST_IN) / 2 + bw + 4
         left = max(self.px(rng.uniform(0.3, 0.6)), clear, self.px(0.55) if self.scanner.punch else 0)
         right = max(self.px(rng.uniform(0.3, 0.55)), clear)
-        kind = _pick(rng, (("merged_log", 0.3), ("log_linear", 0.45), ("linear_linear", 0.25)))
+        kind = pick(rng, (("merged_log", 0.3), ("log_linear", 0.45), ("linear_linear", 0.25)))
         self.style["tracks"] = kind
         first, depth = rng.uniform(0.27, 0.35), rng.uniform(0.085, 0.12)
         rest = 1 - first - depth
@@ -345,9 +341,9 @@ class _Layout:
     def _tracks(self, borders: list[float]) -> list[TrackSpec]:
         rng = self.rng
         kind = self.style["tracks"]
-        first = [str(_pick(rng, (("GR", 0.75), ("SGR", 0.1), ("SP", 0.15))))]
+        first = [str(pick(rng, (("GR", 0.75), ("SGR", 0.1), ("SP", 0.15))))]
         extras = [n for n in ("SP", "CALI", "BS", "TENS", "CGR") if n != first[0] and (n != "CGR" or first[0] == "SGR")]
-        first += [str(n) for n in rng.choice(extras, int(_pick(rng, ((0, 0.3), (1, 0.45), (2, 0.25)))), replace=False)]
+        first += [str(n) for n in rng.choice(extras, int(pick(rng, ((0, 0.3), (1, 0.45), (2, 0.25)))), replace=False)]
         pool = [n for n in ("NPHI" if rng.random() < 0.6 else "CNL", "RHOB", "DRHO", "PEF", "DT", "CALI")
                 if n not in first]
         rng.shuffle(pool)
@@ -392,7 +388,7 @@ class _Layout:
         return tracks
 
     def _divisions(self) -> int:
-        return int(_pick(self.rng, ((10, 0.6), (5, 0.25), (4, 0.15))))
+        return int(pick(self.rng, ((10, 0.6), (5, 0.25), (4, 0.15))))
 
     def _scales(self, unit: str) -> list[DepthScale]:
         rng = self.rng
@@ -400,13 +396,13 @@ class _Layout:
         self.style.update(unit=unit, sections=2 if two else 1)
         if unit == "ft":
             if two:
-                return [scale_named(_pick(rng, (("1 in per 100 ft", 0.75), ("2 in per 100 ft", 0.25)))),
+                return [scale_named(pick(rng, (("1 in per 100 ft", 0.75), ("2 in per 100 ft", 0.25)))),
                         scale_named("5 in per 100 ft")]
-            return [scale_named(_pick(rng, (("1 in per 100 ft", 0.5), ("2 in per 100 ft", 0.2),
+            return [scale_named(pick(rng, (("1 in per 100 ft", 0.5), ("2 in per 100 ft", 0.2),
                                             ("5 in per 100 ft", 0.3))))]
         if two:
             return [scale_named("1:500"), scale_named("1:200")]
-        return [scale_named(_pick(rng, (("1:500", 0.6), ("1:200", 0.4))))]
+        return [scale_named(pick(rng, (("1:500", 0.6), ("1:200", 0.4))))]
 
     def _lengths(self, count: int, fixed: int, strip: float, repeat: bool) -> list[float]:
         """Paper inches of each section's grid: 8-16 in for the first, 4-8 in for a repeat, shortened where the
@@ -422,11 +418,11 @@ class _Layout:
 
     def _legend_style(self, regular: str, name_face: str) -> Legend:
         rng = self.rng
-        layout = str(_pick(rng, LEGENDS))
+        layout = str(pick(rng, LEGENDS))
         return Legend(layout, "a" if rng.random() < 0.5 else "c", "top" if rng.random() < 0.5 else "bottom",
                       regular, name_face, round(self.px(rng.uniform(6, 10) / 72)),
-                      str(_pick(rng, (("paren", 0.5), ("bare", 0.25), ("bracket", 0.25)))),
-                      str(_pick(rng, (("plain", 0.55), ("decimal", 0.25), ("dot", 0.2)))),
+                      str(pick(rng, (("paren", 0.5), ("bare", 0.25), ("bracket", 0.25)))),
+                      str(pick(rng, (("plain", 0.55), ("decimal", 0.25), ("dot", 0.2)))),
                       self.px(rng.uniform(0.025, 0.06)), self.px(rng.uniform(0.04, 0.14)),
                       self.px(rng.uniform(0.03, 0.07)))
 
@@ -559,7 +555,7 @@ class _Layout:
         if first is None:
             reach = (1500, 9000) if scale.unit == "ft" else (400, 3000)
             base = scale.major * round(rng.uniform(*reach) / scale.major)
-            where = str(_pick(rng, (("major", 0.4), ("minor", 0.3), ("free", 0.3))))
+            where = str(pick(rng, (("major", 0.4), ("minor", 0.3), ("free", 0.3))))
             self.style["top_depth"] = where
         else:
             base = first.depth_top + rng.uniform(0, max(0.0, first.depth_bottom - first.depth_top - span))
