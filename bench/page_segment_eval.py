@@ -32,6 +32,10 @@ Figures (one JSON line):
   by_identity                  per verdict the result gives a curve's name (single, hinted, anchored,
                                ambiguous): how far a user may trust a name the service vouches for
   by_style, by_ink             per line style and ink (dark, light) the curve is drawn and declared in
+  by_wrap                      per backup scale (`wrap_kind`): none; declared, and the pen stays on the track;
+                               declared, and the pen goes past the edge and back; declared, and the section
+                               starts with the pen past the edge (no mark on the scan tells that from a curve on
+                               its own scale: the worst case a user meets, reported on its own, never left out)
   identity                     naming, over the curves of tracks two or more share, as bench/digitise_eval.py
                                judges it (`digitise_figures.named_right`): flagged ambiguous, the share named
                                right among the rest (`right_when_named`), and those named wrong without a flag
@@ -104,7 +108,22 @@ class Scored:
     identity: str  # the result's verdict on its name: single, hinted, anchored or ambiguous
     style: str  # as drawn and declared
     ink: str  # dark or light, as drawn and declared
+    wrap: str  # its backup scale and what the pen does with it (`wrap_kind`)
     named_right: bool | None = None  # its trace is its own curve's (None: alone in its track)
+
+
+def wrap_kind(declared: bool, drawn: np.ndarray) -> str:
+    """A curve's backup scale: "none" declared; "declared, on scale" where the pen never leaves the track;
+    "declared, wraps" where it goes past the edge and comes back on the backup scale; "declared, starts past"
+    where the section's first drawn row is already on it. Nothing on the scan tells that last one from a curve
+    on its own scale (the pen has not crossed the edge yet in this section): only an anchor read off the log
+    can, and the completed calibration gives none."""
+    if not declared:
+        return "none"
+    values = drawn[np.isfinite(drawn)]
+    if values.size == 0 or values.max() <= 1:
+        return "declared, on scale"
+    return "declared, starts past" if values[0] > 1 else "declared, wraps"
 
 
 def _png(pixels: np.ndarray) -> bytes:
@@ -186,6 +205,7 @@ def summarise(scored: list[Scored]) -> dict[str, Any]:
         groups["by_identity"][item.identity].append(score)
         groups["by_style"][item.style].append(score)
         groups["by_ink"][item.ink].append(score)
+        groups["by_wrap"][item.wrap].append(score)
     worst = max(scored, key=lambda s: float(s.score.errors.mean()) if s.score.errors.size else 1.0)
     shared = [s for s in scored if s.named_right is not None]
     named = [s for s in shared if s.identity != "ambiguous"]
@@ -229,9 +249,13 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None,
             for score in scores:
                 names = [c.mnemonic for c in calibration.tracks[score.track].curves]
                 position = names.index(score.mnemonic)
-                true = page.spec.sections[s].tracks[matched[score.track]].curves[position]
+                j = matched[score.track]
+                tracks = page.spec.sections[s].tracks
+                true = tracks[j].curves[position]
+                drawn = page.curve_fractions[s][sum(len(t.curves) for t in tracks[:j]) + position]
+                wrap = wrap_kind(bool((wraps or {}).get((j, position))), drawn)
                 scored.append(Scored(index, s, score, position, len(names), identity[score.mnemonic], true.style,
-                                     true.tone, right.get((score.track, score.mnemonic))))
+                                     true.tone, wrap, right.get((score.track, score.mnemonic))))
         log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {len(done)} sections "
             f"({missed} skipped), {seconds[-1]:.2f} s")
     return {"pages": pages, "seed": seed, "renderer": renderer, "source": source, "hints": hints, "sections": sections,
