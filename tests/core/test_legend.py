@@ -11,6 +11,7 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from veernet_core.digitise.layout.headers import (
     CurveHeader,
+    LineSample,
     Reading,
     legend,
     line_samples,
@@ -207,3 +208,17 @@ def test_a_smudge_across_a_line_of_text_is_no_line_sample() -> None:
     smudged = clean.copy()
     smudged[80:105, 30:WIDTH - 30] = BLACK  # between the samples, 25 rows tall
     assert len(rows(clean)) == 2 and rows(smudged) == rows(clean)
+
+
+def test_a_sample_whose_ink_is_between_a_gray_pens_and_the_blacks_is_left_unread() -> None:
+    """Its ink at 0.7 of the page's black, two rows of black summed across it: a two-pixel dark pen whose peak the
+    scan's blur took down, or a wide gray one; on the independent page renderer's gray scans a tenth of the dark
+    pens read under 0.71 of the black. Neither is proposed. Ink at half the black is a gray pen's, at 0.9 the
+    black's."""
+    black = 0.9
+    samples = [LineSample(40, 0.7 * black, 2.0 * black, 3.0), LineSample(100, 0.5 * black, 2.0 * black, 4.0),
+               LineSample(160, 0.9 * black, 2.0 * black, 2.0)]
+    curves = [CurveHeader(Reading("GR", 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
+                          Reading("solid", 0.9), float(sample.row - 20), 10.0) for sample in samples]
+    read = legend(curves, [sample.row for sample in samples], samples, black, True)
+    assert [c.ink.value for c in read] == [None, "light", "dark"]
