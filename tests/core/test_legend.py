@@ -17,6 +17,7 @@ from veernet_core.digitise.layout.headers import (
     line_samples,
     line_style,
     page_black,
+    weights_agreed,
     with_unread,
 )
 from veernet_core.digitise.layout.labels import TextBox
@@ -222,3 +223,21 @@ def test_a_sample_whose_ink_is_between_a_gray_pens_and_the_blacks_is_left_unread
                           Reading("solid", 0.9), float(sample.row - 20), 10.0) for sample in samples]
     read = legend(curves, [sample.row for sample in samples], samples, black, True)
     assert [c.ink.value for c in read] == [None, "light", "dark"]
+
+
+def test_a_tracks_weights_are_kept_only_where_its_legend_printed_again_reads_them_the_same() -> None:
+    """Two sections' legends of one track (boxes over the same columns) that read its pens' weights differently:
+    neither printing proposes a weight. Where they agree, and for another track's legend, printed once, the
+    weights stay."""
+    def curves(weights: tuple[str | None, ...]) -> list[CurveHeader]:
+        return [CurveHeader(Reading(name, 0.9), Reading(None, 0.0), Reading(None, 0.0), Reading(None, 0.0),
+                            Reading("solid", 0.9), 20.0 + 30 * k, 10.0, weight=Reading(weight, 0.8))
+                for k, (name, weight) in enumerate(zip(("LLD", "LLS", "MSFL"), weights, strict=True))]
+    upper, lower = TextBox(100, 200, 600, 1000), TextBox(3200, 3300, 602, 1001)
+    other = TextBox(100, 200, 1040, 1500)
+    read = weights_agreed([(upper, curves(("thin", "thin", "thick"))), (other, curves(("thick", None, "thin"))),
+                           (lower, curves(("thick", "thin", "thin")))])
+    assert [[c.weight.value for c in printed] for printed in read] == [
+        [None, None, None], ["thick", None, "thin"], [None, None, None]]
+    read = weights_agreed([(upper, curves(("thin", None, "thick"))), (lower, curves(("thin", None, "thick")))])
+    assert [[c.weight.value for c in printed] for printed in read] == [["thin", None, "thick"]] * 2

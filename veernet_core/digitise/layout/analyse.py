@@ -236,6 +236,10 @@ def _track_curves(page: Ink, found: list[SectionFinding], tesseract: str | None)
             curves = [replace(c, style=_style(page, box, curves, k, above)[0]) if c.mnemonic.value is None
                       and c.style.value is None else c for k, c in enumerate(curves)]
             finding.curves.append(headers.legend(curves, rows, samples, black, page.tones))
+    at = [(finding, b, box) for finding in found for b, box in enumerate(finding.header_boxes) if box is not None]
+    kept = headers.weights_agreed([(box, finding.curves[b]) for finding, b, box in at])
+    for (finding, b, _), curves in zip(at, kept, strict=True):
+        finding.curves[b] = curves
 
 
 def _reread_ends(agreed: list[list[headers.CurveHeader]], crops: list[np.ndarray], heights: list[float],

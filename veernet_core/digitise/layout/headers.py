@@ -598,6 +598,28 @@ def legend(curves: list[CurveHeader], rows: list[int | None], samples: list[Line
     return named
 
 
+def weights_agreed(printed: list[tuple[TextBox, list[CurveHeader]]]) -> list[list[CurveHeader]]:
+    """Each printed track header's curves (its box, the curves `legend` read in it), their weights kept only where
+    every other printing of the same track's header (a box over the same columns: the legend again over another
+    section) reads the same weight for each curve named in both; otherwise every printing's weights are left
+    unread. The weight of a one- or two-pixel pen is read off the rows its stroke happens to fall across: on the
+    independent page renderer's gray pages (tuning seeds 1 and 2), one page whose two sections' legends read a
+    track's three equal pens as thin, thin, thick and as thick, thin, thin gave 12 of the 34 wrong weights
+    (bench/README.md, 2026-12-07)."""
+    doubted: set[int] = set()
+    for i, (box, curves) in enumerate(printed):
+        said = {c.mnemonic.value: c.weight.value for c in curves if c.mnemonic.value is not None}
+        for j in range(i + 1, len(printed)):
+            other, others = printed[j]
+            overlap = min(box.right, other.right) - max(box.left, other.left)
+            if overlap < 0.5 * min(box.right - box.left, other.right - other.left):
+                continue
+            if any(c.mnemonic.value in said and said[c.mnemonic.value] != c.weight.value for c in others):
+                doubted.update((i, j))
+    return [[replace(c, weight=Reading(None, 0.0)) for c in curves] if k in doubted else curves
+            for k, (_, curves) in enumerate(printed)]
+
+
 def _ink(sample: LineSample, black: float) -> Reading:
     if black <= 0:
         return Reading(None, 0.0)
