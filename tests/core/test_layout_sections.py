@@ -92,3 +92,22 @@ def test_a_table_that_leaves_several_cells_open_is_not_a_section() -> None:
     assert upright.turn == 0
     [section] = upright.sections
     assert abs(section.top - 700) <= 1
+
+
+def test_a_sections_depth_lattice_keeps_its_spacing_where_curves_flat_stretches_split_most_gaps() -> None:
+    """Forty depth lines 19.4 px apart and, after most of them, a curve's flat stretch read as a line 6.5 px
+    below it: most gaps between the lines found are such pieces. The lattice keeps the section's own spacing
+    (its run of lines that keep to one lattice) and every depth line where it is; the pieces are off it."""
+    from veernet_core.digitise.layout.depth import _lattice
+    from veernet_core.digitise.layout.lines import Line, typical_gap
+
+    depth = [434.0 + 19.4 * k for k in range(40)]
+    strays = [row + 6.5 for k, row in enumerate(depth[:-1]) if k % 5 != 2]
+    lines = sorted((Line(row, int(row) - 1, int(row) + 1, 1.0, 1.0) for row in depth + strays),
+                   key=lambda line: line.centre)
+    assert abs(typical_gap(np.array([line.centre for line in lines])) - 19.4) > 2  # what the gaps alone say
+    grid = _lattice(lines, 19.4)
+    assert grid is not None
+    assert abs(grid.lattice.spacing - 19.4) < 0.05
+    assert grid.lines == len(depth)
+    assert max(abs(grid.row(k) - row) for k, row in enumerate(depth)) < 0.1
