@@ -64,8 +64,8 @@ def _lattice(lines: list[Line], spacing: float | None = None) -> Grid | None:
         return None
     spacing = spacing if spacing else typical_gap(centres)
     lattice = fit_lattice(centres, spacing)
-    # Held at the middle of the lines' offsets, not their mean, where a stretch follows many of them: the lines
-    # off the lattice would pull a least-squares origin towards themselves by a third of their offset and keep.
+    # The origin at the median of the lines' offsets, not their least-squares mean: where curves' flat stretches
+    # lie beside many of the lines, they pull the mean towards themselves and are then kept as lattice lines.
     origin = lattice.origin + float(np.median(centres - (lattice.origin + lattice.spacing * lattice.index)))
     on = np.abs(centres - (origin + lattice.spacing * lattice.index)) <= 0.2 * lattice.spacing
     kept = [line for line, keep in zip(lines, on, strict=True) if keep]
