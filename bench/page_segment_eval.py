@@ -29,6 +29,10 @@ Figures (one JSON line):
   by_curve_position            per curve's place in its track's header (0 = the first)
   by_curves_in_track           per number of curves sharing the track: where two or more share it, the
                                tracer's traces may swap at a crossing (curve identity)
+  names_set_aside_mean_error_pct  the error were every trace named right at every depth: at each depth where a
+                               curve is drawn, the nearest of its track's traces (`names_set_aside`); overall and
+                               `names_set_aside_by_curves_in_track`. Against the mean error, it is what the names
+                               cost, stretch by stretch
   by_identity                  per verdict the result gives a curve's name (single, hinted, anchored,
                                ambiguous): how far a user may trust a name the service vouches for
   by_style, by_ink             per line style and ink (dark, light) the curve is drawn and declared in
@@ -110,6 +114,7 @@ class Scored:
     ink: str  # dark or light, as drawn and declared
     wrap: str  # its backup scale and what the pen does with it (`wrap_kind`)
     named_right: bool | None = None  # its trace is its own curve's (None: alone in its track)
+    set_aside: np.ndarray | None = None  # its errors with names set aside (`names_set_aside`)
 
 
 def wrap_kind(declared: bool, drawn: np.ndarray) -> str:
@@ -132,7 +137,8 @@ def _png(pixels: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-Read = tuple[int, list[CurveScore], SectionCalibration, dict[str, str], list[int], dict[tuple[int, str], bool]]
+Read = tuple[int, list[CurveScore], SectionCalibration, dict[str, str], list[int], dict[tuple[int, str], bool],
+             dict[tuple[int, str], np.ndarray]]
 
 
 def names_right(page: SynthPage, section: SectionDigitised, matched: list[int]) -> dict[tuple[int, str], bool]:
@@ -150,6 +156,26 @@ def names_right(page: SynthPage, section: SectionDigitised, matched: list[int]) 
         for scale, right in zip(track.curves, named_right(truths, reads), strict=True):
             verdicts[(j, scale.mnemonic)] = right
     return verdicts
+
+
+def names_set_aside(page: SynthPage, section: SectionDigitised,
+                    matched: list[int]) -> dict[tuple[int, str], np.ndarray]:
+    """Per curve, by (track, mnemonic): |read - true| in track widths at each output depth where it is drawn and a
+    trace of its track has a value, from the nearest of the track's traces, whatever its name: the error were
+    every trace named right at every depth. Against the named error, it tells which trace carries which name
+    from where the traces run."""
+    calibration = section.calibration
+    rows = calibration.depth.column_of(section.depth)
+    read = {(j, curve.mnemonic): curve.values for curve, j in zip(section.curves, section.track_of, strict=True)}
+    errors: dict[tuple[int, str], np.ndarray] = {}
+    for j, track in enumerate(calibration.tracks):
+        reads = np.stack([read_fractions(read[(j, scale.mnemonic)], scale) for scale in track.curves])
+        truths = true_fractions(page, calibration.index, matched[j], rows)
+        for scale, truth in zip(track.curves, truths, strict=True):
+            off = np.abs(reads - truth[None, :])
+            drawn = np.isfinite(truth) & np.isfinite(off).any(axis=0)
+            errors[(j, scale.mnemonic)] = np.nanmin(off[:, drawn], axis=0) if drawn.any() else np.zeros(0)
+    return errors
 
 
 def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, source: str,
@@ -183,7 +209,7 @@ def digitise_page(page: SynthPage, proposal: dict[str, Any], model: VeerNet, sou
             section = digitise_section(scan, completed, lambda: (model, "bundled"), "bundled", OPTIONS).section
         identity = {curve.mnemonic: curve.identity for curve in section.curves}
         done.append((s, score_section(page, section, matched), calibration, identity, matched,
-                     names_right(page, section, matched)))
+                     names_right(page, section, matched), names_set_aside(page, section, matched)))
     return done, skipped + max(0, len(page.spec.sections) - len(proposal["sections"]))
 
 
@@ -214,7 +240,15 @@ def summarise(scored: list[Scored]) -> dict[str, Any]:
                 "right_when_named": round(1 - len(wrong) / len(named), 4) if named else None,
                 "wrong_unflagged": len(wrong),
                 "named_wrong": [f"{s.page}/{s.section}/{s.score.track}/{s.score.mnemonic}" for s in wrong]}
+    def set_aside(items: list[Scored]) -> float | None:
+        errors = np.concatenate([s.set_aside for s in items if s.set_aside is not None] or [np.zeros(0)])
+        return round(100 * float(errors.mean()), 3) if errors.size else None
+    sharing: dict[int, list[Scored]] = defaultdict(list)
+    for item in scored:
+        sharing[item.sharing].append(item)
     return {**_figures([s.score for s in scored]),
+            "names_set_aside_mean_error_pct": set_aside(scored),
+            "names_set_aside_by_curves_in_track": {str(n): set_aside(items) for n, items in sorted(sharing.items())},
             **{name: {str(k): _figures(v) for k, v in sorted(group.items())} for name, group in groups.items()},
             "worst": {"page": worst.page, "section": worst.section, "track": worst.score.track,
                       "mnemonic": worst.score.mnemonic, "curves_in_track": worst.sharing, "identity": worst.identity,
@@ -245,17 +279,18 @@ def evaluate(pages: int, seed: int, source: str, checkpoint: str | None = None,
         done, missed = digitise_page(page, proposal, model, source, hints, wraps)
         seconds.append(time.perf_counter() - started)
         sections, skipped = sections + len(done), skipped + missed
-        for s, scores, calibration, identity, matched, right in done:
+        for s, scores, calibration, identity, matched, right, aside in done:
             for score in scores:
                 names = [c.mnemonic for c in calibration.tracks[score.track].curves]
                 position = names.index(score.mnemonic)
                 j = matched[score.track]
                 tracks = page.spec.sections[s].tracks
                 true = tracks[j].curves[position]
-                drawn = page.curve_fractions[s][sum(len(t.curves) for t in tracks[:j]) + position]
-                wrap = wrap_kind(bool((wraps or {}).get((j, position))), drawn)
+                pen = page.curve_fractions[s][sum(len(t.curves) for t in tracks[:j]) + position]
+                wrap = wrap_kind(bool((wraps or {}).get((j, position))), pen)
                 scored.append(Scored(index, s, score, position, len(names), identity[score.mnemonic], true.style,
-                                     true.tone, wrap, right.get((score.track, score.mnemonic))))
+                                     true.tone, wrap, right.get((score.track, score.mnemonic)),
+                                     aside[(score.track, score.mnemonic)]))
         log(f"page {index}: {page.image.shape[1]}x{page.image.shape[0]} px, {len(done)} sections "
             f"({missed} skipped), {seconds[-1]:.2f} s")
     return {"pages": pages, "seed": seed, "renderer": renderer, "source": source, "hints": hints, "sections": sections,

@@ -24,6 +24,7 @@ from veernet_core.page_truth import (  # noqa: E402
     complete_proposal,
     matched_tracks,
     read_fractions,
+    score_section,
     truth_probabilities,
 )
 
@@ -56,6 +57,15 @@ def test_a_shared_tracks_curves_are_named_right_and_two_swapped_traces_are_named
     swapped = page_segment_eval.names_right(page, replace(section, curves=curves), matched)
     assert not swapped[(j, curves[first].mnemonic)] and not swapped[(j, curves[second].mnemonic)]
     assert all(v for key, v in swapped.items() if key[0] != j)
+    # With names set aside, the swap costs nothing: each curve still has a trace on it at every depth.
+    aside = page_segment_eval.names_set_aside(page, section, matched)
+    aside_swapped = page_segment_eval.names_set_aside(page, replace(section, curves=curves), matched)
+    named = {(score.track, score.mnemonic): score for score in score_section(page, section, matched)}
+    named_swapped = {(s.track, s.mnemonic): s for s in score_section(page, replace(section, curves=curves), matched)}
+    for mnemonic in (curves[first].mnemonic, curves[second].mnemonic):
+        np.testing.assert_allclose(aside_swapped[(j, mnemonic)], aside[(j, mnemonic)])
+        assert float(np.mean(aside[(j, mnemonic)])) <= float(np.mean(named[(j, mnemonic)].errors)) + 1e-9
+        assert float(np.mean(named_swapped[(j, mnemonic)].errors)) > 5 * float(np.mean(aside[(j, mnemonic)]))
 
 
 def test_a_curves_backup_scale_is_told_by_where_its_pen_runs_from_its_first_drawn_row() -> None:
