@@ -30,5 +30,10 @@ def test_workers_whose_pool_never_starts_the_job_restart_in_place_and_the_job_ru
     assert restarted, "the job ran on a stopped pool's worker without a restart?"
     for worker in restarted:
         main_pid, pool = stopped[worker.name]
+        # A worker logs its restart before it ends its pool processes, and the other worker may be the one that
+        # ran the job: its restart may still be under way when the job is done (seen once in CI, 2026-12-07).
+        def ended(pid: int = main_pid, stopped_pool: tuple[int, ...] = tuple(pool)) -> bool:
+            return not set(stopped_pool) & set(child_pids(pid))
+
+        wait_until(ended, 30, f"{worker.name}'s stopped pool process to be ended by its restart", diagnose=worker.tail)
         assert worker.alive() and worker.pid == main_pid, f"{worker.name} was restarted in place\n{worker.tail()}"
-        assert not set(pool) & set(child_pids(main_pid)), f"{worker.name}'s stopped pool process was ended"
