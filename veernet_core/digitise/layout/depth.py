@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from veernet_core.digitise.layout.lines import Lattice, Line, find_lines, fit_lattice, typical_gap
+from veernet_core.digitise.layout.lines import Lattice, Line, find_lines, fit_lattice
 from veernet_core.digitise.layout.scales import SCALES, DepthScale
 from veernet_core.digitise.layout.sections import Ink, SectionRows
 from veernet_core.digitise.layout.tracks import Interval
@@ -53,16 +53,15 @@ def depth_grid(page: Ink, rows: SectionRows, tracks: list[Interval]) -> Grid | N
     return _lattice(lines, rows.spacing)
 
 
-def _lattice(lines: list[Line], spacing: float | None = None) -> Grid | None:
+def _lattice(lines: list[Line], spacing: float) -> Grid | None:
     """Fit the lattice, drop lines off it by more than a fifth of a spacing (curves' flat stretches), fit again.
-    The spacing is the section's (`SectionRows.spacing`: the gaps of the run of lines that keep to one lattice)
-    where given: the gaps between every line found across the tracks are split by curves' flat stretches, and
+    The spacing is the section's (`SectionRows.spacing`: the gaps of the run of lines that keep to one lattice):
+    the gaps between every line found across the tracks are split by curves' flat stretches, and
     where they are many, most gaps are such pieces (the independent renderer's seed 2, page 2: 19.4 px lines
     read at 14.4 px, every depth number then off the lattice and the section left without a depth fit)."""
     centres = np.array([line.centre for line in lines])
     if centres.size < 4:
         return None
-    spacing = spacing if spacing else typical_gap(centres)
     lattice = fit_lattice(centres, spacing)
     # The origin at the median of the lines' offsets, not their least-squares mean: where curves' flat stretches
     # lie beside many of the lines, they pull the mean towards themselves and are then kept as lattice lines.
