@@ -627,14 +627,42 @@ def test_a_curves_pen_names_the_short_stretches_between_long_ones() -> None:
     assert naming.identity == ["ambiguous", "ambiguous"]
 
 
-def test_curves_with_one_pen_keep_the_tracers_order_through_crossings() -> None:
-    """The same crossings drawn with one pen: nothing tells which way the curves went, and the traces are
-    named as the tracer handed them over, never switched at random."""
+def test_curves_drawn_alike_go_straight_through_their_crossings() -> None:
+    """The same crossings drawn with one pen, and the traces handed over as a tracer that turns back at every
+    crossing would: nothing in their looks tells the curves apart, but each curve's line into a crossing goes on
+    as its line out of it (`identity._continuity`), so each named trace follows one drawn curve. Which of the two
+    is C0 nothing says, so both stay flagged."""
     image, centres = _pens_scan((2, 2))
     upper, lower = np.minimum(*centres), np.maximum(*centres)
     naming = name_traces([_trace(upper, 20.0, 520.0), _trace(lower, 20.0, 520.0)], _alike_pair(), ScanPixels(image))
-    assert np.array_equal(naming.traces[0].row, upper) and np.array_equal(naming.traces[1].row, lower)
+    for trace in naming.traces:
+        found = np.isfinite(trace.row)
+        on = [np.mean(np.abs(trace.row[found] - rows[found]) <= 2.0) for rows in centres]
+        assert max(on) >= 0.95, on
     assert naming.identity == ["ambiguous", "ambiguous"]
+    kept = name_traces([_trace(centres[0], 20.0, 520.0), _trace(centres[1], 20.0, 520.0)], _alike_pair(),
+                       ScanPixels(image))
+    assert [np.array_equal(t.row, rows) for t, rows in zip(kept.traces, centres, strict=True)] == [True, True], \
+        "traces that go straight through are kept as the tracer handed them over"
+
+
+@pytest.mark.xfail(strict=True, reason="a curve's line into a touch is held against the lines out of it "
+                   "(`identity._continuity`), which cannot tell two curves that meet and part (each turning back) "
+                   "from two that cross, where they come together at a slope: the names are handed across at "
+                   "every touch. Fitting a parabola through both sides told these apart but not the crossings "
+                   "(tried and not kept, bench/README.md, 2026-12-07)")
+def test_curves_drawn_alike_that_meet_and_part_keep_their_traces() -> None:
+    """Two curves drawn alike that come together every 400 columns and part again, never crossing, traced as
+    they are drawn: their names stay on their traces."""
+    cols = np.arange(2400)
+    bend = 75.0 * np.sin(2 * np.pi * cols / 800.0) ** 2
+    centres = [270.0 - bend, 270.0 + bend]
+    image = np.full((540, 2400), 255, np.uint8)
+    for rows in centres:
+        _ink(image, rows, 2, cols)
+    naming = name_traces([_trace(rows, 20.0, 520.0) for rows in centres], _alike_pair(), ScanPixels(image))
+    for trace, rows in zip(naming.traces, centres, strict=True):
+        assert np.mean(np.abs(trace.row - rows) <= 2.0) >= 0.95
 
 
 def _marked_scan(marks: list[tuple[int, int]], width: int = 2400,

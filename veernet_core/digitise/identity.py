@@ -8,7 +8,9 @@ whole trace speak in every stretch they run through (`ink.marks_evidence`: its b
 which hold where a curve moves several rows a column). Each curve's hints (style, ink, anchors) score each
 assignment of traces to curves per stretch; the assignments along the scan are
 chosen together (Viterbi over the N! assignments, N <= 4), a change between stretches costing
-SWITCH_COST, so one stretch's weak evidence does not swap curves that the stretches around it name.
+SWITCH_COST, so one stretch's weak evidence does not swap curves that the stretches around it name, and a
+curve going on from one stretch to the next off the line its trace came in on costing more (`_continuity`):
+a crossing of two curves drawn alike is the tracer's guess, which their lines through it correct.
 Where the track's curves are drawn with pens of different widths, a curve also keeps its pen: a change
 between two long stretches costs what it makes each curve's pen width move (`_Links`), and then each
 curve's pen, as the long stretches read it, speaks in every stretch, short ones too (`_pens_said`).
@@ -172,10 +174,14 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         _add_weights(evidence, calibration.curves, widths)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
     links = None if assigned or scan is None or page is None else _links(scan, page, traces, bounds, near, half, looks)
-    path = kept if assigned else _best_path(evidence, links)
+    turns = None if assigned else _continuity(traces, bounds, near)
+    # Where the pens link the long stretches, the first path is the one their pens are read off (`_pens_said`),
+    # found without the lines through the touches: found with them, it set a pair's pens wrong on the generator's
+    # held-out page 5150/5, and the pens then named the pair wrong without a flag.
+    path = kept if assigned else _best_path(evidence, links, None if links is not None else turns)
     if links is not None and scan is not None and page is not None:
         widths = widths or [_pen_widths(scan, page, trace, bounds, near, half) for trace in traces]
-        path = _best_path(_pens_said(evidence, links, path, widths), links)
+        path = _best_path(_pens_said(evidence, links, path, widths), links, turns)
     named = _stitch(traces, bounds, path)
     unhinted = _unhinted(vouched, hinted, calibration.curves)
     identity = _verdicts(path, anchored, bounds, unhinted)
@@ -497,8 +503,76 @@ def _swapped(path: list[Assignment], i: int, j: int) -> list[Assignment]:
     return [tuple(a[j] if c == i else a[i] if c == j else a[c] for c in range(len(a))) for a in path]
 
 
-def _best_path(evidence: list[np.ndarray], links: _Links | None = None) -> list[Assignment]:
-    """The assignment per stretch with the most evidence, less SWITCH_COST per change and, where `links` are
+# Where the traces touch, which of them goes on as which is the tracer's guess: the joint tracer's paths cost only
+# their movement from column to column, so at a crossing of two curves drawn alike, going on straight and
+# turning back cost the same. Across each cut between stretches, every trace's line fitted over the last
+# CONTINUITY_COLUMNS columns it is seen in before the touch is held against every trace's line over the first as
+# many after it: how far each line is, at the other's window, from the other, in CONTINUITY_U of the track, at most
+# CONTINUITY_CAP, weighed CONTINUITY_WEIGHT per unit beside the least such cost (`_continuity`). Straight through
+# a crossing both lines agree. Two curves that come together at a slope and part again, each turning back, read as
+# a crossing too (a strict xfail in tests/core/test_identity.py): a line cannot tell them. Tuning seeds 1 and
+# 2 of the independent page renderer (20 pages each, bench/page_segment_eval.py) and 7777 of both strip renderers
+# (60 full-resolution logs, bench/digitise_eval.py): at 1 the pages' error went 10.98 -> 10.87 % and 8.98 ->
+# 8.72 %; at 3, 10.49 % and 8.77 %, and the strips' 9.68 -> 9.58 % (independent) and 6.37 -> 6.18 % (generator);
+# at 6 no better than 3. Fitted 30 columns each side, or held only where the lines meet at the touch's middle, no
+# better either. Held out, as it stands: the independent renderer's pages (seed 4) 13.58 -> 13.33 % and strips
+# (seed 424242) 10.49 -> 9.88 %, the generator's strips 4.49 -> 4.29 %, its pages (seed 5150) 6.86 -> 6.92 %
+# (bench/README.md, 2026-12-07).
+CONTINUITY_WEIGHT = 3.0
+CONTINUITY_COLUMNS = 10
+CONTINUITY_U = 0.02
+CONTINUITY_CAP = 4.0
+
+
+def _line(cols: np.ndarray, values: np.ndarray) -> tuple[float, float, float] | None:
+    """The least-squares line through (cols, values): (slope, value at the columns' mean, that mean); None under
+    half of CONTINUITY_COLUMNS points."""
+    if cols.size < max(2, CONTINUITY_COLUMNS // 2):
+        return None
+    centre = float(cols.mean())
+    x = cols - centre
+    return float(np.dot(x, values - values.mean()) / np.dot(x, x)), float(values.mean()), centre
+
+
+def _continuity(traces: list[ColumnTrace], bounds: list[tuple[int, int]], near: np.ndarray) -> list[np.ndarray]:
+    """Per cut between two stretches (`bounds`, cut in the runs of touching columns `near`): (traces, traces), what
+    going on from each trace before the touch as each trace after it costs, in CONTINUITY_U of the track (at most
+    CONTINUITY_CAP): each trace's line over the last CONTINUITY_COLUMNS columns it is seen in before the run of
+    touching columns, the other's over the first as many after it, each held at the other's window's middle, and
+    the two distances averaged. Nothing where a trace is seen too little either side."""
+    width = near.size
+    cols = np.arange(width, dtype=np.float64)
+    reach = 4 * CONTINUITY_COLUMNS
+    out = []
+    for start, _ in bounds[1:]:
+        lo, hi = start, start
+        while lo > 0 and near[lo - 1]:
+            lo -= 1
+        while hi < width and near[hi]:
+            hi += 1
+        lines = []
+        for window, last in ((slice(max(0, lo - reach), lo), True), (slice(hi, min(width, hi + reach)), False)):
+            side = []
+            for trace in traces:
+                seen = np.flatnonzero(np.isfinite(trace.u[window]))
+                seen = seen[-CONTINUITY_COLUMNS:] if last else seen[:CONTINUITY_COLUMNS]
+                side.append(_line(cols[window][seen], trace.u[window][seen]))
+            lines.append(side)
+        cost = np.zeros((len(traces), len(traces)))
+        for i, a in enumerate(lines[0]):
+            for j, b in enumerate(lines[1]):
+                if a is not None and b is not None:
+                    off = 0.5 * (abs(a[1] + a[0] * (b[2] - a[2]) - b[1]) + abs(b[1] + b[0] * (a[2] - b[2]) - a[1]))
+                    cost[i, j] = min(off / CONTINUITY_U, CONTINUITY_CAP)
+        out.append(cost)
+    return out
+
+
+def _best_path(evidence: list[np.ndarray], links: _Links | None = None,
+               turns: list[np.ndarray] | None = None) -> list[Assignment]:
+    """The assignment per stretch with the most evidence, less SWITCH_COST per change, less, where `turns` are
+    given (`_continuity`, per cut), CONTINUITY_WEIGHT times what each curve going on from its trace before the cut as
+    its trace after it costs beyond the least any assignment after it costs, and, where `links` are
     given, less what continuing each curve's trace of one long stretch as its trace of the next long stretch
     costs (`_Links.between`); ties keep the tracer's order (the identity assignment).
 
@@ -524,7 +598,11 @@ def _best_path(evidence: list[np.ndarray], links: _Links | None = None) -> list[
     back: list[np.ndarray] = []
     for s in range(1, len(evidence)):
         scores = evidence[s][curves, table].sum(axis=1)
-        reach = total[:, :, None] - switch[None, :, :]  # [p, before, now]
+        turn = switch
+        if turns is not None:  # each curve going on from its trace before the cut as its trace after it
+            went = turns[s - 1][table[:, None, :], table[None, :, :]].sum(axis=2)  # [before, now]
+            turn = switch + CONTINUITY_WEIGHT * (went - went.min(axis=1, keepdims=True))
+        reach = total[:, :, None] - turn[None, :, :]  # [p, before, now]
         if s in long:
             cost = np.zeros((count, count))
             if previous is not None and links is not None:
