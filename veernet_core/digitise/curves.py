@@ -77,7 +77,8 @@ def digitise(probabilities: np.ndarray, calibration: Calibration, options: Trace
     calibration.check(height, width)
     traces = trace_channels(probabilities, calibration, options, scan)
     naming = name_traces(traces, calibration, scan,
-                         assigned=assigned_by_tracer(probabilities.shape[0], calibration, options))
+                         assigned=assigned_by_tracer(probabilities.shape[0], calibration, options),
+                         one_channel=one_channel(probabilities.shape[0], calibration))
     return calibrate(naming, calibration, (height, width))
 
 
@@ -118,6 +119,13 @@ def assigned_by_tracer(num_classes: int, calibration: Calibration, options: Trac
     as its calibrated curve (`joint.trace_joint`); a channel per curve names them by its order."""
     return (num_classes == 2 and len(calibration.curves) > 1 and hints_differ(calibration)
             and joint_scale(calibration, options))
+
+
+def one_channel(num_classes: int, calibration: Calibration) -> bool:
+    """Whether some of the track's curves are traced from one probability channel (a binary model's, or more
+    curves than a multiclass model has channels), so that where their traces touch, which goes on as which is the
+    tracer's guess. A channel per curve keeps its curve through every crossing."""
+    return num_classes == 2 or len(calibration.curves) > num_classes - 1
 
 
 def hints_differ(calibration: Calibration) -> bool:

@@ -139,12 +139,14 @@ class Naming:
 
 
 def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None,
-                assigned: bool = False, checked: bool = False) -> Naming:
+                assigned: bool = False, checked: bool = False, one_channel: bool = True) -> Naming:
     """The traces of one track (on the scan's own columns) named after the calibration's curves. Traces
     the tracer already `assigned` to the curves (`joint.trace_joint`: each traced as its curve, from its
     hints) keep their curves; the scan's looks then only say how sure each name is, and warn. Traces named
     by their looks may be `checked` against the tracer's own assignment, graded by the same evidence
-    (`checked_against`): a curve the two read differently is flagged ambiguous."""
+    (`checked_against`): a curve the two read differently is flagged ambiguous. Traces from `one_channel`
+    (`curves.one_channel`) go on through their touches as their lines say (`_continuity`); a channel per curve
+    keeps each trace its curve's."""
     span = calibration.track_bottom - calibration.track_top
     half = max(1, min(round(0.012 * span), STROKE_HALF_MAX))  # rows either side of a trace that its stroke may cover
     near = _touching(traces, max(2.0 * half + 2.0, 2.0))
@@ -174,7 +176,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         _add_weights(evidence, calibration.curves, widths)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
     links = None if assigned or scan is None or page is None else _links(scan, page, traces, bounds, near, half, looks)
-    turns = None if assigned else _continuity(traces, bounds, near)
+    turns = _continuity(traces, bounds, near) if one_channel and not assigned else None
     # Where the pens link the long stretches, the first path is the one their pens are read off (`_pens_said`),
     # found without the lines through the touches: found with them, it set a pair's pens wrong on the generator's
     # held-out page 5150/5, and the pens then named the pair wrong without a flag.

@@ -35,6 +35,7 @@ from veernet_core.digitise.curves import (
     channel_plan,
     digitise,
     joint_max_rows,
+    one_channel,
     trace_channels,
 )
 from veernet_core.digitise.identity import name_traces
@@ -202,9 +203,11 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
             toned, alone = traced_by_tone(mapped, ink[0], scan, page, calibration, options)
     # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
     if ink is None:  # an enlarged scan, or none: named as the joint tracer named them, where it did
-        named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], small, grid))
+        named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], small, grid),
+                            one_channel=one_channel(probabilities.shape[0], calibration))
     else:
-        named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small, grid))
+        named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small, grid),
+                            one_channel=one_channel(probabilities.shape[0], calibration))
         if alone:
             named = replace(named, traces=[filled(toned[k], trace, (0, *calibration.curves[k].wrap_levels))
                                            if k in alone else trace
