@@ -38,7 +38,11 @@ from e2e_stack import Stack, embedded_default
 from worker.attempt import STALLED_EXIT
 
 pytestmark = pytest.mark.e2e
-STALL_SECONDS = 8  # far above a tiny job's step, validation or checkpoint on a loaded 2-core machine
+# Far above a tiny job's step, validation or checkpoint on a loaded 2-core machine. At 8, a clean-clone run that
+# took 18 minutes (10 on a quiet machine) saw the first attempt's first phase ('budget set', its DataLoader
+# worker starting beside the reference run) pass 8 s twice, and the job was handed back before its first
+# checkpoint (2026-12-07).
+STALL_SECONDS = 15
 # One DataLoader worker renders the logs: the child process a hung read leaves the training thread waiting on.
 CONFIG = tiny_config(num_workers=1, epochs=3, checkpoint_every_steps=2)
 
