@@ -122,10 +122,10 @@ def assigned_by_tracer(num_classes: int, calibration: Calibration, options: Trac
 
 
 def one_channel(num_classes: int, calibration: Calibration) -> bool:
-    """Whether some of the track's curves are traced from one probability channel (a binary model's, or more
-    curves than a multiclass model has channels), so that where their traces touch, which goes on as which is the
-    tracer's guess. A channel per curve keeps its curve through every crossing."""
-    return num_classes == 2 or len(calibration.curves) > num_classes - 1
+    """Whether some of the track's curves are traced from one probability channel (`channel_plan`: a binary
+    model's), so that where their traces touch, which goes on as which is the tracer's guess. A channel per curve
+    keeps its curve through every crossing."""
+    return any(len(curves) > 1 for _, curves in channel_plan(num_classes, len(calibration.curves)))
 
 
 def hints_differ(calibration: Calibration) -> bool:
