@@ -306,6 +306,45 @@ def test_bilevel_value_lines_two_rows_wide_over_stretches_come_off_and_a_stroke_
     assert (inked & curve).any(axis=0).mean() > 0.99
 
 
+def test_bilevel_value_lines_two_rows_wide_that_wander_a_row_come_off_and_a_stroke_along_one_stays() -> None:
+    """A 1-bit scan whose 2-px value lines wander a row over stretches, as a page made upright leaves them:
+    each is found two rows wide, and over a sixth of its length its ink lies a row over, on the row beside
+    it. Copied into the line as a curve's ink, that row left the whole line standing over those stretches, and
+    the model read it as a curve. The lines come off there too; a 2-px stroke right beside one of them over a
+    quarter of the width (beside the row of the line that is inked all along) stays, and so does a curve
+    swinging across them."""
+    scan = np.full((HEIGHT, WIDTH), 255, dtype=np.uint8)
+    values = list(range(TOP + 50, BOTTOM - 20, 50))
+    # Each line a row over in its own stretches of 32 columns (a slanted line's phase is its own), so that the
+    # blocks, lined up across the scan, cannot follow them.
+    wanders = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    lines = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    for i, y in enumerate(values):
+        wander = (np.arange(WIDTH) // 32) % 6 == i % 6
+        lines[y, ~wander] = lines[y + 1] = lines[y + 2, wander] = True
+        wanders[y - 1 : y + 4, wander] = True
+    lines[[TOP, TOP + 1, BOTTOM - 1, BOTTOM]] = True
+    curve = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    along = values[3]
+    curve[along - 2 : along, 400:700] = True  # a 2-px stroke along a value line where the line does not wander
+    curve[along - 120 : along - 2, 699:701] = True  # and away from it
+    centre = (TOP + BOTTOM) / 2 + 140 * np.sin(np.arange(WIDTH) / 60.0)  # its peaks off the lines
+    for c in range(1, WIDTH):
+        a, b = sorted((int(round(centre[c - 1])), int(round(centre[c]))))
+        curve[a : b + 2, c] = True
+    scan[lines | curve] = 0
+    lines &= ~curve
+    lines[: TOP + 3] = lines[BOTTOM - 2 :] = False  # the borders are the tests' above
+    near = np.any([np.roll(curve, d, axis=0) for d in range(-3, 4)], axis=0)  # where the fill carries a crossing
+    gray, _ = degrid.without_grid(scan, None, TOP, BOTTOM)
+    inked = gray == 0
+    stretches = lines & wanders & ~near
+    assert (inked & stretches).sum() < 0.05 * stretches.sum(), "the lines are paper where they wander"
+    assert (inked & lines & ~near).sum() < 0.05 * (lines & ~near).sum()
+    assert inked[along - 2 : along, 400:700].mean() > 0.95, "the stroke along a line stays"
+    assert (inked & curve).any(axis=0).mean() > 0.99
+
+
 def test_bilevel_depth_lines_broken_in_bands_by_the_threshold_are_found_and_come_off() -> None:
     """A 1-bit scan whose threshold broke every depth line in three bands of 30 rows (a lighter stretch of
     the paper), as on the page generator's page 6: each line inks 77 % of the track's rows, under the share a

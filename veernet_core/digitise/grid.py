@@ -284,6 +284,18 @@ BEYOND_SHARE = 0.1  # of a block's rows: the column past a value line's ragged e
 # median tone took for a curve beside the line and left (held-out logs 11.116 -> 10.867 % and 4.851 -> 4.833 %
 # with the first quartile; bench/README.md, 2026-11-29).
 TONE_PERCENTILE = 25
+# On a thresholded 1-bit scan a value line found two rows wide is widened in a block by the row beside it only where
+# that row is ragged there (inked over at most STROKE_SHARE of the block's columns) or the line has moved onto it
+# (its row on the other side inked over at most MOVED_SHARE of them): a 2-px line that wanders a row, as a page made
+# upright leaves it, is two rows wide and a third over stretches, and the fill copied that third row into it as a
+# curve's ink, so a line stayed standing there and the model read it as a curve. A solid stroke along the line
+# inks the row beside it whole where the line's own rows are inked whole too, and stays. Tuning seeds 1 and 2 of
+# the independent page renderer (20 pages each, bench/page_segment_eval.py): 10.791 -> 10.649 % and 8.832 ->
+# 8.366 %; either rule alone 10.491 and 8.739 % (the first), 10.740 and 8.684 % (the second); widened whenever,
+# 10.610 and 8.020 %, but a stroke along a line went with it (tests/core/test_grid.py). Full-resolution strips
+# (bench/digitise_eval.py, seed 7777) read the same; held out, bench/README.md, 2026-12-07.
+STROKE_SHARE = 0.75
+MOVED_SHARE = 0.5
 EDGE_SHARE = 0.2  # ... if it is inked over this much of the whole track beside that line, as a line's edge is
 
 
@@ -408,8 +420,10 @@ def _widened(edges: _Edges, k: int, inside: np.ndarray, targets: np.ndarray, row
     curve's ink beside the lines. A curve's stroke beside a line is darker than a gray grid, or lies beside
     the line over a stretch of the track only, and stays. `thin` (value lines on a 1-bit scan): a column is
     taken only where the one beyond it is paper over all but BEYOND_SHARE of the block (a 2-px stroke along
-    the line inks it; a 1-px ragged edge does not), and not beside a line found two columns wide (a line
-    with a stroke along it)."""
+    the line inks it; a 1-px ragged edge does not), and beside a line found two columns wide (a line with a
+    stroke along it, or a 2-px line that wanders a column) only where the column is ragged in the block (inked
+    over at most STROKE_SHARE of it) or the line's column on the other side is paper over MOVED_SHARE of it
+    there (the line has moved onto this one)."""
     on = np.zeros(width, dtype=bool)
     on[targets] = True
     own = on.copy()  # the lines' own columns
@@ -423,9 +437,12 @@ def _widened(edges: _Edges, k: int, inside: np.ndarray, targets: np.ndarray, row
             ok &= (past < 0) | (past >= width) | ~own[np.clip(past, 0, width - 1)]
         ok &= (count >= RAGGED_SHARE * rows) & (total / np.maximum(count, 1) >= tones)
         if thin:  # a 1-px ragged edge: the column beyond it is paper where a 2-px stroke along the line inks it,
-            # and a line found two columns wide (a line and a stroke along it) is not widened further
+            # and a line found two columns wide (a line and a stroke along it) is widened only where the column
+            # is ragged in the block or the line has moved onto it (STROKE_SHARE, MOVED_SHARE)
             ok &= edges.beyond[k, side][inside] <= BEYOND_SHARE * rows
             back = targets - step
-            ok &= (back < 0) | (back >= width) | ~own[np.clip(back, 0, width - 1)]
+            two = (back >= 0) & (back < width) & own[np.clip(back, 0, width - 1)]
+            moved = edges.counts[k, 1 - side][inside] <= MOVED_SHARE * rows  # the line's row on the other side
+            ok &= ~two | (count <= STROKE_SHARE * rows) | moved
         on[beside[ok]] = True
     return np.flatnonzero(on)
