@@ -78,10 +78,32 @@ def test_the_service_marks_a_reduced_1_bit_scan_and_leaves_a_colour_or_unreduced
     assert readable_scan(ScanPixels(one_bit, rgb), calibration, _reduced(one_bit)).one_bit is None
 
 
-def _read(log: RenderedLog, one_bit: np.ndarray, hints: list[dict[str, Any]]) -> Digitised:
+def _read(log: RenderedLog, one_bit: np.ndarray, hints: list[dict[str, Any]],
+          page_kind: str | None = None) -> Digitised:
     calibration = _calibration(log, hints)
-    scan = readable_scan(ScanPixels(one_bit), calibration, _reduced(one_bit))
+    scan = readable_scan(ScanPixels(one_bit), calibration, _reduced(one_bit), page_kind)
     return digitise(log.probabilities, calibration, scan=scan)
+
+
+def test_a_track_cut_from_a_page_is_read_as_its_page_whatever_its_own_dots_say() -> None:
+    """A track's crop is marked with its page's 1-bit kind where it is given (`page_kind`, which
+    `section.read_section` reads off the whole page): a thresholded page's track with a broken light grid and
+    specks of dirt reads as dithered on its own. Marked as its page (here a crop whose dots read as a dither, on
+    a page that reads thresholded), its tone hints change nothing but a note, as on any thresholded scan; read
+    on its own, the light curve is said to look dark."""
+    log = render(0, [DARK_SOLID, LIGHT_DASHED])
+    crop = dithered(thresholded(log.scan.gray).astype(np.float64) * 0.5 + 64)  # its black and paper both dotted
+    assert one_bit_kind(crop) == "dither"
+    hints = [{"style": "dashed", "ink": "light"}, {"style": "solid", "ink": "dark"}]
+    calibration = _calibration(log, hints)
+    assert readable_scan(ScanPixels(crop), calibration, _reduced(crop), "threshold").one_bit == "threshold"
+    assert readable_scan(ScanPixels(crop), calibration, _reduced(crop)).one_bit == "dither"
+    as_page = _read(log, crop, hints, "threshold")
+    for curve in as_page.curves:
+        assert any("the scan is 1-bit (thresholded): ink tones cannot be read" in w for w in curve.warnings)
+        assert not any("looks dark" in w for w in curve.warnings), curve.warnings
+    alone = _read(log, crop, hints)
+    assert not any("the scan is 1-bit (thresholded)" in w for c in alone.curves for w in c.warnings)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])

@@ -97,14 +97,18 @@ def digitise_scan(scan: bytes, calibration: dict[str, Any], model: ModelSource, 
     return ScanResult(files, curves, probabilities, resampling, sha256)
 
 
-def readable_scan(scan: ScanPixels, calibration: Calibration, resampling: Resampling) -> ScanPixels:
+def readable_scan(scan: ScanPixels, calibration: Calibration, resampling: Resampling,
+                  page_kind: str | None = None) -> ScanPixels:
     """The scan as the model and the tracer read it: one reduced for the model (a full-resolution scan)
     marked where it is 1-bit (`bilevel.one_bit_kind`) and with its printed grid taken off
-    (`grid.without_grid`, about the calibration's track); any other as it is."""
+    (`grid.without_grid`, about the calibration's track); any other as it is. `page_kind`: the 1-bit kind of
+    the page the scan is a track's crop of (`section.read_section`), taken as the crop's: a thresholded page's
+    track with a broken light grid and specks of dirt reads as dithered on its own (isolated dots 0.31-0.52 of
+    its black on four of the independent renderer's pages, bench/README.md, 2026-12-07)."""
     if not resampling.reduced:
         return scan
-    one_bit = None if scan.colour is not None else one_bit_kind(scan.gray)
-    gray, colour = without_grid(scan.gray, scan.colour, calibration.track_top, calibration.track_bottom)
+    one_bit = None if scan.colour is not None else page_kind or one_bit_kind(scan.gray)
+    gray, colour = without_grid(scan.gray, scan.colour, calibration.track_top, calibration.track_bottom, one_bit)
     if gray is scan.gray and one_bit is None:
         return scan
     return ScanPixels(gray, colour, one_bit)
@@ -122,13 +126,13 @@ def predict_scan(model: VeerNet, image: np.ndarray, scan_scale: float | None = N
 
 def read_scan(model: VeerNet, scan: ScanPixels, calibration: Calibration, scan_scale: float | None = None,
               max_pixels: int = DEFAULT_MAX_PIXELS, tile_width: int = DEFAULT_TILE_WIDTH,
-              overlap: int = DEFAULT_OVERLAP,
-              timer: StageTimer | None = None) -> tuple[ScanPixels, np.ndarray, Resampling]:
-    """`predict_scan` on the scan as the model and the tracer read it (`readable_scan`): (that scan, the
-    class probabilities, how it was resampled)."""
+              overlap: int = DEFAULT_OVERLAP, timer: StageTimer | None = None,
+              page_kind: str | None = None) -> tuple[ScanPixels, np.ndarray, Resampling]:
+    """`predict_scan` on the scan as the model and the tracer read it (`readable_scan`, with `page_kind`): (that
+    scan, the class probabilities, how it was resampled)."""
     clock = timer or StageTimer()
     resampling = resampling_for(scan.gray.shape, model.trained_scale, scan_scale, max_pixels)
-    pixels = clock("grid", readable_scan, scan, calibration, resampling)
+    pixels = clock("grid", readable_scan, scan, calibration, resampling, page_kind)
     return pixels, _predict_at(model, pixels.gray, resampling, tile_width, overlap, clock), resampling
 
 

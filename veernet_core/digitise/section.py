@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from veernet_core.digitise.bilevel import one_bit_kind
 from veernet_core.digitise.export import ExportMeta
 from veernet_core.digitise.ink import ScanPixels
 from veernet_core.digitise.layout.page import Skew, deskew, ink_threshold, paper_level, turn_clockwise
@@ -92,6 +93,7 @@ def read_section(page: np.ndarray, colour: np.ndarray | None, calibration: Secti
     clock = timer or StageTimer()
     scale = options.scan_scale or calibration.scan_scale
     tracks = []
+    kind = None if colour is not None else one_bit_kind(page)  # the page's, not each crop's (`readable_scan`)
     for j in range(len(calibration.tracks)):
         crop = calibration.crop(j)
         gray = turned_crop(page, crop)
@@ -99,7 +101,7 @@ def read_section(page: np.ndarray, colour: np.ndarray | None, calibration: Secti
         pixels = ScanPixels(gray, None if colour is None else turned_crop(colour, crop))
         if probabilities is None:
             pixels, probs, resampling = read_scan(network, pixels, track, scale, options.max_pixels,
-                                                  options.tile_width, options.overlap, clock)
+                                                  options.tile_width, options.overlap, clock, kind)
         else:
             probs = probabilities[j]
             resampling = Resampling(None, scale, False, gray.shape, gray.shape)
