@@ -1,5 +1,6 @@
 """bench/page_segment_eval.py's naming figures: a shared track's curves judged as bench/digitise_eval.py
-judges them, on a generated page read with perfect probabilities, and with two of its traces swapped."""
+judges them, on a generated page read with perfect probabilities, and with two of its traces swapped; and the
+pages it reads: a thresholded page of its independent renderer whose track reads as dithered on its own."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ sys.path.insert(0, str(BENCH))
 import numpy as np  # noqa: E402
 import page_segment_eval  # noqa: E402
 import pytest  # noqa: E402
+from paper.sheet import render_page  # noqa: E402
 
+from veernet_core.digitise.bilevel import one_bit_kind  # noqa: E402
 from veernet_core.digitise.layout.analyse import analyse_image  # noqa: E402
 from veernet_core.digitise.layout.proposal import to_proposal  # noqa: E402
 from veernet_core.digitise.predict import bundled_model_path, load_model  # noqa: E402
-from veernet_core.digitise.section import read_section, upright_page  # noqa: E402
+from veernet_core.digitise.section import read_section, turned_crop, upright_page  # noqa: E402
 from veernet_core.digitise.section_calibration import SectionCalibration  # noqa: E402
-from veernet_core.page_synth import PageOptions, generate_page  # noqa: E402
+from veernet_core.page_synth import PageOptions, SynthPage, generate_page  # noqa: E402
 from veernet_core.page_truth import (  # noqa: E402
     complete_proposal,
     matched_tracks,
@@ -106,3 +109,25 @@ def test_a_dashed_light_curve_that_never_leaves_its_track_is_read_on_its_own_sca
     cali = scores[(0, 0, "CALI")]
     assert cali.coverage > 0.95
     assert float(np.mean(cali.errors)) < 0.1
+
+
+def test_a_thresholded_pages_track_is_read_as_its_page_though_its_own_dots_read_as_a_dither() -> None:
+    """The independent renderer's tuning page 1/18, thresholded: its second track (a broken light grid and specks
+    of dirt) reads as dithered on its own. `section.read_section` reads every track with the page's 1-bit kind,
+    so that track's tone hints change nothing but the note a thresholded scan gets, as on the page's first
+    track; read with the crop's own kind, the track got no note and its tones were read as a gray scan's."""
+    drawn = render_page(1, 18)
+    page = SynthPage(drawn.image, drawn.spec, drawn.curve_fractions)
+    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    calibration = SectionCalibration.from_dict(complete_proposal(proposal, page, 0), *page.image.shape)
+    upright = upright_page(page.image, calibration.turn, calibration.skew_deg)
+    assert one_bit_kind(upright) == "threshold"
+    kinds = [one_bit_kind(turned_crop(upright, calibration.crop(j))) for j in range(len(calibration.tracks))]
+    assert kinds == ["threshold", "dither"], "a crop must misread its page's kind for the test to mean anything"
+    section = read_section(upright, None, calibration, load_model(bundled_model_path())[0])
+    note = "the scan is 1-bit (thresholded): ink tones cannot be read"
+    inks = {c.mnemonic: c.ink for track in calibration.tracks for c in track.curves}
+    assert all(inks.values()), "every curve declares its ink"
+    for curve, j in zip(section.curves, section.track_of, strict=True):
+        assert any(note in w for w in curve.warnings), (j, curve.mnemonic, curve.warnings)
+        assert not any("looks dark" in w or "looks light" in w for w in curve.warnings), curve.warnings
