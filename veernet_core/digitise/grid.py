@@ -63,11 +63,11 @@ class Lines:
 
 
 def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom: float,
-                 one_bit: str | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                 page_kind: str | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """(gray (H, W) uint8, colour (H, W, 3) uint8 or None) of a track between image rows `top` and
     `bottom` (depth along the width) -> the same with the grid's pixels replaced. The inputs are left as
-    they are (returned as they are where no line is found). `one_bit`: the scan's 1-bit kind where the caller
-    knows it (`bilevel.one_bit_kind` of the page a track's crop is cut from), else read off the track."""
+    they are (returned as they are where no line is found). `page_kind`: the 1-bit kind of the page the scan is
+    a track's crop of (`bilevel.one_bit_kind`, `section.read_section`), else read off the track's rows."""
     first, last = max(0, int(math.floor(top))), min(gray.shape[0], int(math.ceil(bottom)) + 1)
     if last - first < 8 or gray.shape[1] < 8:
         return gray, colour
@@ -84,7 +84,7 @@ def without_grid(gray: np.ndarray, colour: np.ndarray | None, top: float, bottom
         np.minimum(darkness, float(np.median(inked)), out=darkness)
     depth = find_lines(ink[first:last], DEPTH_SHARE, across, darkness)
     # On a thresholded 1-bit scan a line is ragged: its edge is inked beside it over stretches only.
-    ragged = (one_bit or one_bit_kind(gray[first:last])) == "threshold"
+    ragged = (page_kind or one_bit_kind(gray[first:last])) == "threshold"
     out, out_colour = gray, colour
     if depth is not None:
         out, out_colour = gray.copy(), None if colour is None else colour.copy()

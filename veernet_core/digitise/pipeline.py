@@ -108,7 +108,7 @@ def readable_scan(scan: ScanPixels, calibration: Calibration, resampling: Resamp
     if not resampling.reduced:
         return scan
     one_bit = None if scan.colour is not None else page_kind or one_bit_kind(scan.gray)
-    gray, colour = without_grid(scan.gray, scan.colour, calibration.track_top, calibration.track_bottom, one_bit)
+    gray, colour = without_grid(scan.gray, scan.colour, calibration.track_top, calibration.track_bottom, page_kind)
     if gray is scan.gray and one_bit is None:
         return scan
     return ScanPixels(gray, colour, one_bit)

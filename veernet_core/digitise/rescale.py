@@ -202,12 +202,12 @@ def scan_curves(probabilities: np.ndarray, calibration: Calibration, resampling:
         if ink.shape[0] == 1 and scan is not None:  # a binary model: every curve's ink in one plane
             toned, alone = traced_by_tone(mapped, ink[0], scan, page, calibration, options)
     # `small`, not `calibration`: whether the joint tracer named them is decided on the grid it traced
+    by_tracer = assigned_by_tracer(probabilities.shape[0], small, grid)
+    shared = one_channel(probabilities.shape[0], calibration)
     if ink is None:  # an enlarged scan, or none: named as the joint tracer named them, where it did
-        named = name_traces(mapped, calibration, scan, assigned=assigned_by_tracer(probabilities.shape[0], small, grid),
-                            one_channel=one_channel(probabilities.shape[0], calibration))
+        named = name_traces(mapped, calibration, scan, assigned=by_tracer, one_channel=shared)
     else:
-        named = name_traces(mapped, calibration, scan, checked=assigned_by_tracer(probabilities.shape[0], small, grid),
-                            one_channel=one_channel(probabilities.shape[0], calibration))
+        named = name_traces(mapped, calibration, scan, checked=by_tracer, one_channel=shared)
         if alone:
             named = replace(named, traces=[filled(toned[k], trace, (0, *calibration.curves[k].wrap_levels))
                                            if k in alone else trace

@@ -93,7 +93,8 @@ def read_section(page: np.ndarray, colour: np.ndarray | None, calibration: Secti
     clock = timer or StageTimer()
     scale = options.scan_scale or calibration.scan_scale
     tracks = []
-    kind = None if colour is not None else one_bit_kind(page)  # the page's, not each crop's (`readable_scan`)
+    # the page's 1-bit kind, not each crop's (`readable_scan`), where the model reads the tracks
+    kind = None if colour is not None or probabilities is not None else one_bit_kind(page)
     for j in range(len(calibration.tracks)):
         crop = calibration.crop(j)
         gray = turned_crop(page, crop)
