@@ -22,8 +22,9 @@ both sides is passed as wrap 0, and `calibration_hints` says "ignored".
 Figures (bench/digitise_figures.py): per curve position (1..4) and per factor level (style, ink class,
 stroke, curves in the log, wrap sides, 1-bit scan, JPEG, low resolution, stains, skew, depth numbers in
 the track, pairs of solid curves, what the hints tell a curve apart from the others of its track by:
-`told_apart_by`; on the generator's logs, `held`: a curve held at an edge), each with coverage, mean
-error as % of the track range (`mae_pct`), the share of samples off by more than 5 % (`off_5pct`);
+`told_apart_by`; on the generator's logs, `held`: a curve held at an edge, and `constant`: one held at a
+value inside the track), each with coverage, mean error as % of the track range (`mae_pct`), the share of
+samples off by more than 5 % (`off_5pct`);
 `worst` lists the worst groups first; `identity_blind` is the mean error with traces re-matched to true
 curves column by column (what the error would be if every curve were named right); `stretch_named`
 re-matches them only stretch by stretch between the places where traces meet (what it would be if the
@@ -164,7 +165,9 @@ def evaluate_log(log: SynthLog, digitised: Digitised | None, hints_read: bool,
                      "hint_warnings": warned, "style_unconfirmed": unconfirmed,
                      # The generator says which curves it held at an edge (`synth_factors.held_edge`); the
                      # independent renderer's truth does not (it squeezes every curve softly inside).
-                     "held": ("yes" if curve.held else "no") if "held" in log.factors else None})
+                     "held": ("yes" if curve.held else "no") if "held" in log.factors else None,
+                     # and which it held at one value inside the track (`synth_curves.constant`).
+                     "constant": ("yes" if curve.constant else "no") if "constant" in log.factors else None})
     return rows
 
 

@@ -122,8 +122,9 @@ def levels(row: Row) -> dict[str, str]:
     if row.get("weight") is not None:  # the line weight the legend shows (bench/digitise_eval.py may read it)
         found["weight"] = row["weight"]
     found.update({name: "yes" if row["factors"].get(name) else "no" for name in PAGE_FACTORS})
-    if row.get("held") is not None:  # the curve held at an edge: known on the generator's logs only
-        found["held"] = row["held"]
+    for name in ("held", "constant"):  # a curve held at an edge, or at a value: known on the generator's logs only
+        if row.get(name) is not None:
+            found[name] = row[name]
     return found
 
 

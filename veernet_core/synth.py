@@ -103,6 +103,7 @@ def generate(seed: int, index: int, scale: float = 1.0, classes: int = 2, exclud
     height, width = log_size(seed, index, scale)
     rng = np.random.default_rng([seed, index, 1])
     held_rng = np.random.default_rng([seed, index, 2])  # curves held at an edge: the other draws stay as they were
+    constant_rng = np.random.default_rng([seed, index, 3])  # curves held at a value inside the track: the same
     page = factors.page_factors(rng, excluded)
     lay = draw.layout(rng, height, width)
     depth = _depth_calibration(rng, width, scale * page.low_res)
@@ -119,7 +120,9 @@ def generate(seed: int, index: int, scale: float = 1.0, classes: int = 2, exclud
     for position, (pick, look) in enumerate(zip(picks, looks, strict=True)):
         name, track_scale = CATALOGUE[pick]
         held = factors.held_edge(held_rng, look.wrap, excluded)
-        curve, half = _curve(rng, name, track_scale, lay, (scale, page.low_res), look, (held, held_rng))
+        flat = shapes.constant(constant_rng, lay.width, np.concatenate(divisions)) \
+            if factors.constant(constant_rng, excluded) else None
+        curve, half = _curve(rng, name, track_scale, lay, (scale, page.low_res), look, (held, held_rng), flat)
         lo, hi = (np.where(curve.inked, curve.row + sign * half, np.nan) for sign in (-1, 1))
         coverage, footprint = draw.stroke(lo, hi, height)
         transmit *= 1 - _ink_layer(rng, curve, (coverage, footprint), page.bilevel != "none", scale)
@@ -155,6 +158,7 @@ def _factors(page: PageFactors, curves: list[CurveTruth], grid: str) -> dict[str
             "stains": page.stains > 0, "stain_count": page.stains,
             "skew": abs(page.skew_degrees) >= 0.5, "skew_degrees": page.skew_degrees,
             "labels_in_track": page.labels_in_track, "grid": grid, "held": any(c.held for c in curves),
+            "constant": any(c.constant for c in curves),
             **pair_factors(curves)}
 
 
@@ -169,15 +173,18 @@ def _depth_calibration(rng: np.random.Generator, width: int, detail: float) -> D
 
 def _curve(
     rng: np.random.Generator, name: str, scale: TrackScale, lay: draw.Layout, px: tuple[float, float],
-    look: CurveLook, held: tuple[int, np.random.Generator],
+    look: CurveLook, held: tuple[int, np.random.Generator], flat: np.ndarray | None = None,
 ) -> tuple[CurveTruth, np.ndarray]:
     """One curve's truth and its stroke's half height per column. `px`: the image scale and the print's
     depth detail (below 1 for a low-resolution print); `held`: the edge the curve is held at (0: none) and
-    the generator that draws how (`synth_factors.held_edge`)."""
+    the generator that draws how (`synth_factors.held_edge`); `flat`: the fraction per column of a curve held
+    at a value inside the track (`synth_curves.constant`), which replaces the drawn shape, or None."""
     px_scale, detail = px
     fraction = shapes.curve_fraction(rng, lay.width, px_scale * detail, look.wrap)
     if held[0]:
-        fraction = shapes.hold(held[1], fraction, held[0])
+        fraction = shapes.hold(held[1], fraction, held[0])  # drawn even for a flat curve: later draws stay
+    if flat is not None:
+        fraction, held = flat.copy(), (0, held[1])
     if rng.random() < 0.25:  # logged over part of the interval only
         absent = max(1, round(rng.uniform(0.01, 0.08) * lay.width))
         fraction[slice(None, absent) if rng.random() < 0.5 else slice(-absent, None)] = np.nan
@@ -192,7 +199,7 @@ def _curve(
     for s in wrap_sides(look.wrap):
         values = np.where(side == s, scale.backup(s).to_value(drawn), values)
     truth = CurveTruth(name, scale.mnemonic, scale, values, row, side, look.wrap, look.style, look.ink,
-                       look.stroke_px, inked, held=held[0])
+                       look.stroke_px, inked, held=held[0], constant=flat is not None)
     return truth, half
 
 

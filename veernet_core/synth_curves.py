@@ -84,6 +84,17 @@ def hold(rng: np.random.Generator, f: np.ndarray, side: int) -> np.ndarray:
     return np.minimum(f, 1.0 - inset) if side > 0 else np.maximum(f, inset)
 
 
+def constant(rng: np.random.Generator, width: int, lines: np.ndarray) -> np.ndarray:
+    """A curve that holds one value along the track, as a bit size or a tool parked at a reading: one to
+    three levels, each stepping to the next at a casing point. A level lies on one of the track's grid
+    `lines` (fractions across it) half the time, as a bit size often does, else anywhere 4-96 % across."""
+    levels = int(rng.integers(1, 4))
+    cuts = np.sort(rng.uniform(0.1, 0.9, levels - 1)) * width
+    values = np.where(rng.random(levels) < 0.5, rng.choice(lines, levels), rng.uniform(0.04, 0.96, levels)) \
+        if lines.size else rng.uniform(0.04, 0.96, levels)
+    return values[np.searchsorted(cuts, np.arange(width), side="right")].astype(np.float64)
+
+
 def _fold(f: np.ndarray, sides: tuple[int, ...]) -> np.ndarray:
     """Reflect the trace back inside its allowed band: the track, plus one track width on each wrap side."""
     lo = -0.96 if -1 in sides else 0.02

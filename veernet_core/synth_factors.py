@@ -19,7 +19,7 @@ CURVE_COUNTS = (1, 2, 3, 4)
 PAGE_LEVELS = ("bilevel", "jpeg", "low_res", "stains", "skew", "labels_in_track")
 PAIR_LEVELS = ("same_ink_solid_pair", "solid_pair_by_ink")
 EXCLUDABLE: tuple[str, ...] = (
-    *STYLES, "dark", "light", *PAIR_LEVELS, *(f"wrap_{w}" for w in WRAPS[1:]), "interrupted", "held",
+    *STYLES, "dark", "light", *PAIR_LEVELS, *(f"wrap_{w}" for w in WRAPS[1:]), "interrupted", "held", "constant",
     *(f"stroke_{s}" for s in STROKES), *(f"curves_{n}" for n in CURVE_COUNTS), *PAGE_LEVELS,
 )
 # Groups of which at least one level must stay: a log needs a style, an ink, a stroke and a count.
@@ -134,6 +134,15 @@ def held_edge(rng: np.random.Generator, wrap: str, excluded: frozenset[str]) -> 
     if "held" in excluded or not free or draw >= HELD_SHARE:
         return 0
     return free[min(int(pick * len(free)), len(free) - 1)]
+
+
+CONSTANT_SHARE = 0.06  # of curves: held at one value (or a few, in steps) inside the track: a bit size
+
+
+def constant(rng: np.random.Generator, excluded: frozenset[str]) -> bool:
+    """Whether a curve holds one value along the track (`synth_curves.constant`); one draw always, so that
+    excluding "constant" leaves every later draw of `rng` alone."""
+    return _chance(rng, CONSTANT_SHARE, "constant", excluded)
 
 
 def _violates(looks: list[CurveLook], excluded: frozenset[str]) -> bool:

@@ -99,6 +99,9 @@ class CurveTruth:
     # The edge the curve is held at where it runs off a side without a backup scale (+1 `right`, -1 `left`),
     # as a plotter clips it: it runs flat along that edge, on the border line or a few pixels inside; 0: never.
     held: int = 0
+    # Held at one value inside the track (a bit size; a few values in steps at casing points): a straight
+    # line along the track, often on a grid line (`synth_curves.constant`).
+    constant: bool = False
 
     def __post_init__(self) -> None:
         if self.inked.size == 0:
@@ -202,7 +205,8 @@ class SynthLog:
         """The log's factor levels as words an evaluation can group by (page factors and curve looks)."""
         levels = [f"curves_{len(self.curves)}"]
         levels += [name for name in ("bilevel", "jpeg", "low_res", "stains", "skew", "labels_in_track",
-                                     "same_ink_solid_pair", "solid_pair_by_ink", "held") if self.factors.get(name)]
+                                     "same_ink_solid_pair", "solid_pair_by_ink", "held", "constant")
+                   if self.factors.get(name)]
         return levels
 
     def truth_json(self) -> dict[str, Any]:

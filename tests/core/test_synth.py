@@ -13,6 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
+from veernet_core import synth_curves as shapes
 from veernet_core.config import ConfigError, TrainConfig
 from veernet_core.synth import (
     HEIGHT_RANGE,
@@ -200,6 +201,72 @@ def test_holding_a_curve_changes_no_other_draw() -> None:
                                                                              other.wrap)
             if not curve.held:
                 np.testing.assert_array_equal(curve.row, other.row)
+
+
+def test_a_constant_curve_holds_one_to_three_values_along_the_track_in_any_style() -> None:
+    """A bit size: a straight line along the track at one value, stepping to another at a casing point
+    (one to three levels), inside the track, in any style, its ink in the mask; never held at an edge."""
+    constant = [(log, curve) for log, curve in _curves() if curve.constant]
+    assert 0.03 * len(_curves()) <= len(constant) <= 0.1 * len(_curves())
+    assert len({curve.style for _, curve in constant}) >= 3
+    level_counts = set()
+    for log, curve in constant:
+        assert log.factors["constant"] and curve.held == 0 and not curve.wrapped.any()
+        fraction = _fraction(log, curve)
+        valued = np.isfinite(fraction)
+        # Away from its steps the line is flat: most columns share their neighbours' row exactly.
+        flat = np.abs(np.diff(fraction[valued])) < 1e-9
+        assert flat.mean() > 0.95, flat.mean()
+        levels = np.unique(np.round(curve.values[np.isfinite(curve.values)][1:][flat], 9))
+        level_counts.add(levels.size)
+        assert 1 <= levels.size <= 3
+        assert np.all((fraction[valued] > 0.003) & (fraction[valued] < 0.997))
+        inked = np.flatnonzero(curve.inked & valued)
+        assert log.mask[np.rint(curve.row[inked]).astype(int), inked].mean() > 0.9, "its ink is the curve's"
+    assert level_counts == {1, 2, 3}
+    plain = [curve for _, curve in _curves() if not curve.constant and np.isfinite(curve.row).sum() > 10]
+    assert all(np.mean(np.abs(np.diff(c.row[np.isfinite(c.row)])) < 1e-9) < 0.5 for c in plain), \
+        "only a constant curve runs flat along most of the track"
+
+
+def test_a_constant_curves_levels_lie_on_the_grid_half_the_time() -> None:
+    """`synth_curves.constant`: each level on one of the track's grid lines half the time (a bit size often
+    is), else anywhere 4-96 % across; steps only 10-90 % along; with no grid lines, anywhere."""
+    lines = np.array([0.2, 0.4, 0.6, 0.8])
+    on, levels_seen, total = 0, set(), 0
+    for seed in range(300):
+        f = shapes.constant(np.random.default_rng(seed), 500, lines)
+        levels = f[np.flatnonzero(np.r_[True, np.diff(f) != 0])]
+        levels_seen.add(levels.size)
+        steps = np.flatnonzero(np.diff(f) != 0) + 1
+        assert np.all((steps >= 50) & (steps <= 450))
+        assert np.all((levels >= 0.04) & (levels <= 0.96))
+        on += int(np.isin(levels, lines).sum())
+        total += levels.size
+    assert levels_seen == {1, 2, 3} and 0.4 < on / total < 0.6, on / total
+    bare = shapes.constant(np.random.default_rng(1), 500, np.empty(0))
+    assert np.all((bare >= 0.04) & (bare <= 0.96))
+
+
+def test_holding_a_curve_at_a_value_changes_no_other_draw() -> None:
+    """The constant curves come from a generator of their own: without them (exclude "constant") every log
+    is drawn as it was, but for the constant curve's own shape."""
+    changed = 0
+    for index in range(60):
+        log, plain = _log(index), generate(0, index, SMALL, exclude=("constant",))
+        assert not plain.factors["constant"]
+        if not log.factors["constant"]:
+            assert _digest(log) == _digest(plain)
+            continue
+        changed += 1
+        for curve, other in zip(log.curves, plain.curves, strict=True):
+            assert (curve.style, curve.ink, curve.stroke_px, curve.wrap) == (other.style, other.ink, other.stroke_px,
+                                                                             other.wrap)
+            if not curve.constant:
+                np.testing.assert_array_equal(curve.row, other.row)
+            else:
+                assert not other.constant and not np.array_equal(curve.row, other.row, equal_nan=True)
+    assert changed >= 2
 
 
 def test_backup_scale_is_shifted_by_one_track_width() -> None:
