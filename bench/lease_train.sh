@@ -12,9 +12,15 @@
 #    is written. The loop's output goes nowhere and it is ended with the run, so that it holds no pipe
 #    open (in the first lease it kept the call running to its limit after training had ended).
 #
+# 3. With EVAL_LOGS (default 0: none), once training has ended: the trained model and the bundled one side by
+#    side on EVAL_LOGS held-out logs (EVAL_SEED, default 424242) of both renderers, at EVAL_SCALE (default 1.0,
+#    full resolution) through `bench/digitise_eval.py`, on the machine's cores (EVAL_JOBS, default CPUs - 1),
+#    each run within EVAL_LIMIT seconds (default 240); every JSON line goes to $OUT/eval-MODEL-RENDERER.json
+#    and a line of its figures to plan.txt, so a lease's one call both retrains and measures.
+#
 # Knobs: SCALE, DEADLINE, CONFIG, PROBE_LOGS, MAX_EPOCHS, LOGS (default the config's dataset_size), DEVICE (default
 # cuda; cpu for the script's own check), PYTHON (default python3), WORKERS (default: by /dev/shm, at most
-# CPUs - 2).
+# CPUs - 2), EVAL_LOGS, EVAL_SEED, EVAL_SCALE, EVAL_JOBS, EVAL_LIMIT.
 set -u
 T0=$(date +%s)
 SCALE=${SCALE:-0.4}
@@ -90,5 +96,36 @@ wait "$COPIER" 2>/dev/null
 copy_latest
 cp "$WORK/run/config.json" "$OUT/config.json" 2>/dev/null
 tr '\r' '\n' < "$WORK/run.log" | grep -v "step/s" > "$OUT/run.log"
+echo "trained in $(( $(date +%s) - T0 )) s" >> "$OUT/plan.txt"
+
+EVAL_LOGS=${EVAL_LOGS:-0}
+if [ "$EVAL_LOGS" -gt 0 ] && [ -f "$OUT/model.pt" ]; then
+    CPUS=$(nproc)
+    EVAL_JOBS=${EVAL_JOBS:-$(( CPUS > 1 ? CPUS - 1 : 1 ))}
+    for RENDERER in synth paper; do
+        for MODEL in trained bundled; do
+            CHECKPOINT=()
+            [ "$MODEL" = trained ] && CHECKPOINT=(--checkpoint "$OUT/model.pt")
+            RESULT="$OUT/eval-$MODEL-$RENDERER.json"
+            timeout "${EVAL_LIMIT:-240}" "$PY" bench/digitise_eval.py --renderer "$RENDERER" --logs "$EVAL_LOGS" \
+                --seed "${EVAL_SEED:-424242}" --scale "${EVAL_SCALE:-1.0}" --jobs "$EVAL_JOBS" "${CHECKPOINT[@]}" \
+                > "$RESULT" 2>> "$WORK/eval.log"
+            echo "eval $MODEL $RENDERER exit $?" >> "$OUT/plan.txt"
+            "$PY" - "$RESULT" "$MODEL" "$RENDERER" >> "$OUT/plan.txt" 2>&1 <<'PY'
+import json, sys
+result, model, renderer = sys.argv[1:]
+try:
+    d = json.loads(open(result).read())
+except ValueError:
+    sys.exit(f"  {model} on {renderer}: no figures")
+worst = max(d["by_position"].items(), key=lambda kv: kv[1]["mae_pct"] or 0.0)
+print(f"  {model} on {renderer}: mean {d['mae_pct']} % (all samples {d['mae_pct_all']} %, identity-blind "
+      f"{d['identity_blind_mae_pct']} %), worst position {worst[0]} {worst[1]['mae_pct']} %, wrong unflagged "
+      f"{d['identity']['wrong_unflagged']}")
+PY
+        done
+    done
+    tail -c 4000 "$WORK/eval.log" > "$OUT/eval.log"
+fi
 echo "total $(( $(date +%s) - T0 )) s" >> "$OUT/plan.txt"
-tail -3 "$OUT/plan.txt"
+tail -12 "$OUT/plan.txt"

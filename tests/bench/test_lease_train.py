@@ -1,9 +1,11 @@
 """bench/lease_train.sh on the CPU, small: the script that trains a recipe within a GPU lease probes, plans
-its epochs, trains, leaves the last checkpoint and its figures in $OUT, and returns once training ends,
-read through a pipe as a lease's call reads it (its checkpoint copier is ended and holds no pipe open)."""
+its epochs, trains, leaves the last checkpoint and its figures in $OUT, measures it beside the bundled model
+on held-out logs of both renderers, and returns once that ends, read through a pipe as a lease's call reads
+it (its checkpoint copier is ended and holds no pipe open)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,7 +13,7 @@ import sys
 from pathlib import Path
 
 from veernet_core.checkpoint import deserialize
-from veernet_core.digitise.predict import read_checkpoint, training_scale
+from veernet_core.digitise.predict import bundled_model_path, read_checkpoint, training_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +22,8 @@ def test_the_lease_script_trains_within_its_deadline_and_returns_its_checkpoint(
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "OUT": str(out), "SCALE": "0.05", "DEADLINE": "600", "PROBE_LOGS": "12", "LOGS": "16",
-           "MAX_EPOCHS": "2", "DEVICE": "cpu", "WORKERS": "0", "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
+           "MAX_EPOCHS": "2", "DEVICE": "cpu", "WORKERS": "0", "PYTHON": sys.executable, "OMP_NUM_THREADS": "1",
+           "EVAL_LOGS": "1", "EVAL_SEED": "31337", "EVAL_SCALE": "0.25", "EVAL_JOBS": "1"}
     # Through a pipe, as a lease's call reads it: the command must end when training ends.
     done = subprocess.run(["bash", str(ROOT / "bench" / "lease_train.sh")], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=500)
@@ -37,3 +40,13 @@ def test_the_lease_script_trains_within_its_deadline_and_returns_its_checkpoint(
     assert state["train_config"]["pixel_budget"] == round(recipe["pixel_budget"] * area)
     assert json.loads((out / "model.json").read_text())["epoch"] == epochs
     assert json.loads((out / "config.json").read_text())["data"]["dataset_size"] == 16
+    # Then the trained model and the bundled one, side by side on the same held-out logs of both renderers.
+    trained_sha = hashlib.sha256((out / "model.pt").read_bytes()).hexdigest()
+    bundled_sha = hashlib.sha256(Path(bundled_model_path()).read_bytes()).hexdigest()
+    for renderer in ("synth", "paper"):
+        for model, sha in (("trained", trained_sha), ("bundled", bundled_sha)):
+            assert f"eval {model} {renderer} exit 0" in plan, plan
+            figures = json.loads((out / f"eval-{model}-{renderer}.json").read_text())
+            assert (figures["renderer"], figures["logs"], figures["seed"]) == (renderer, 1, 31337)
+            assert figures["model_sha256"] == sha
+            assert f"  {model} on {renderer}: mean {figures['mae_pct']} %" in plan
