@@ -496,6 +496,32 @@ def test_a_trace_that_runs_on_another_curves_trace_is_flagged_whatever_names_it(
     assert np.array_equal(long.traces[0].row, upper)  # the traces are left as traced
 
 
+def test_a_trace_that_runs_beside_another_curves_trace_within_two_hundredths_of_the_track_is_flagged() -> None:
+    """A faint curve's trace that runs along a thick neighbour's stroke lies a row or two off that curve's trace,
+    not on it: within DOUBLED_U (0.02 of the track) over more than DOUBLED_SHARE of its columns, both names are
+    flagged and warned; three hundredths off, the two traces are two curves, and neither is warned so."""
+    columns = 400
+    x = np.linspace(0, 1, columns)
+    upper, lower = 30 + 5 * np.sin(6 * x), 70 + 5 * np.cos(5 * x)
+    at = columns - 20  # an anchor for each near the end, where the two traces are apart
+    depth = 1000.0 + 100.0 * at / (columns - 1)
+    curves = [{"mnemonic": f"C{k}", "unit": "API", "left": 0, "right": 100,
+               "anchors": [{"depth": depth, "value": float(rows[at])}]} for k, rows in enumerate((upper, lower))]
+    calibration = Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1100.0, "unit": "m"}, "curves": curves,
+                                         "track_top": 0.0, "track_bottom": 100.0, "step": 1.0}, 110, columns)
+    cut = int((DOUBLED_SHARE + 0.15) * columns)
+
+    def named(off: float) -> Naming:
+        riding = np.r_[upper[:cut] + off, lower[cut:]]  # `off` rows beside the upper curve's trace, then its own
+        return doubled(name_traces([_trace(upper, 0.0, 100.0), _trace(riding, 0.0, 100.0)], calibration, None),
+                       calibration)
+
+    beside = named(1.5)  # 0.015 of the track: within DOUBLED_U
+    assert beside.identity == ["ambiguous", "ambiguous"]
+    assert all(len(w) == 1 and "runs on another curve's trace" in w[0] for w in beside.warnings)
+    assert named(3.0).warnings == [(), ()]  # (their names are in doubt all the same: they touch over half the log)
+
+
 def _pens_scan(pens: tuple[int, int], width: int = 2400, height: int = 540) -> tuple[np.ndarray, list[np.ndarray]]:
     """Two solid black curves on white paper, drawn with pens `pens` px wide, crossing every 400 columns at the
     track's middle: (the scan, each curve's centre row per column)."""
