@@ -16,7 +16,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
-from veernet_core.synth_curves import curve_fraction
+from veernet_core.synth_curves import constant, curve_fraction
+from veernet_core.synth_factors import CONSTANT_SHARE
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 FONTS = ("DejaVuSans.ttf", "DejaVuSerif.ttf", "DejaVuSansMono.ttf", "DejaVuSansCondensed.ttf",
@@ -57,11 +58,12 @@ def render(rng: np.random.Generator, spec: PageSpec) -> tuple[np.ndarray, list[l
     ink = int(rng.integers(0, 50))
     _header_block(pen, spec, ink)
     fractions = []
+    steady = np.random.default_rng([spec.seed, spec.index, CONSTANT_STREAM])  # the other draws stay as they were
     for section in spec.sections:
         _track_headers(pen, spec, section, ink)
         _grid(pen, spec, section, int(rng.integers(ink, 90)))
         _depth_numbers(pen, spec, section, ink)
-        fractions.append(_curves(rng, pen, spec, section, ink))
+        fractions.append(_curves(rng, pen, spec, section, ink, steady))
         _borders(pen, spec, section, ink)
     return np.asarray(canvas, dtype=np.uint8).copy(), fractions
 
@@ -197,9 +199,14 @@ def _depth_numbers(pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpe
             pen.text((middle, row), _number(depth), fill=ink, font=face, anchor="mm")
 
 
+CONSTANT_STREAM = 0xB17  # the curves held at a value inside their track (a bit size): a stream of their own
+
+
 def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpec,
-            ink: int) -> list[np.ndarray]:
-    """Each track's curves over the body, in their styles; returns their fractions per body row."""
+            ink: int, steady: np.random.Generator) -> list[np.ndarray]:
+    """Each track's curves over the body, in their styles; returns their fractions per body row. One curve in
+    CONSTANT_SHARE is held at one to three values along the track, as a bit size is (`synth_curves.constant`,
+    on the track's value grid half the time), drawn from `steady`, so that every other draw is as it was."""
     top, bottom = math.ceil(section.top) + 1, math.floor(section.bottom) - 1
     rows = np.arange(top, bottom + 1, dtype=np.float64)
     fractions = []
@@ -207,6 +214,8 @@ def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, 
         for curve in track.curves:
             width, fill = curve.stroke_px(spec.dpi), curve.pen_gray(ink)
             f = curve_fraction(rng, rows.size, spec.dpi / 300, "none")
+            if steady.random() < CONSTANT_SHARE:
+                f = constant(steady, rows.size, np.array(track.division_fractions()))
             x = track.left + f * (track.right - track.left)
             on, off = _dash(curve.style, spec.dpi)
             inked = (np.arange(rows.size) % (on + off)) < on if off else np.ones(rows.size, dtype=bool)

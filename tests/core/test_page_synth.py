@@ -154,3 +154,34 @@ def test_each_curve_is_drawn_in_its_own_pen_and_ink() -> None:
                 else:
                     assert abs(np.median(grays) - curve.gray) < 15, f"page {index} {curve.mnemonic}: its gray pen"
     assert len(checked["dark"] | checked["light"]) >= 3 and checked["light"], checked
+
+
+def _flat(f: np.ndarray) -> bool:
+    return bool(np.mean(np.abs(np.diff(f)) < 1e-12) > 0.95)
+
+
+def test_some_curves_hold_a_bit_sizes_value_and_every_other_draw_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One curve in CONSTANT_SHARE holds one to three values along its track (a bit size, often on a grid line),
+    from a random stream of its own: with none held, every other curve, and every page without one, is drawn as
+    it was."""
+    pages = [generate_page(11, index, SMALL) for index in range(24)]
+    held = [(p, s, k) for p, page in enumerate(pages) for s, section in enumerate(page.curve_fractions)
+            for k, f in enumerate(section) if _flat(f)]
+    curves = sum(len(section) for page in pages for section in page.curve_fractions)
+    assert 0.02 * curves <= len(held) <= 0.15 * curves
+    for p, s, k in held:
+        f = pages[p].curve_fractions[s][k]
+        levels = f[np.r_[True, np.diff(f) != 0]]
+        assert 1 <= levels.size <= 3 and np.all((levels > 0) & (levels < 1))
+    monkeypatch.setattr(page_draw, "CONSTANT_SHARE", 0.0)
+    for p, page in enumerate(pages):
+        plain = generate_page(11, p, SMALL)
+        if not any(q == p for q, _, _ in held):
+            assert _digest(plain) == _digest(page)
+            continue
+        for s, (section, other) in enumerate(zip(page.curve_fractions, plain.curve_fractions, strict=True)):
+            for k, (f, g) in enumerate(zip(section, other, strict=True)):
+                if (p, s, k) in held:
+                    assert not _flat(g)
+                else:
+                    np.testing.assert_array_equal(f, g)
