@@ -13,7 +13,6 @@ sys.path.insert(0, str(BENCH))
 
 import numpy as np  # noqa: E402
 import page_segment_eval  # noqa: E402
-import pytest  # noqa: E402
 from paper.sheet import render_page  # noqa: E402
 
 from veernet_core.digitise.bilevel import one_bit_kind  # noqa: E402
@@ -81,18 +80,13 @@ def test_a_curves_backup_scale_is_told_by_where_its_pen_runs_from_its_first_draw
     assert kind(True, np.array([nan, nan, 1.1, 0.9])) == "declared, starts past"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the joint tracer steps a curve through the edge from paper onto its declared backup scale as cheaply as "
-    "along ink. Charging such a step 0.1 more, times the paper, reads this curve right and curves sharing a track "
-    "with one other 14.1 -> 11.3 % on the independent renderer's pages (tuning seed 1; held-out seed 4: all "
-    "curves 13.58 -> 13.32 %), but strip logs lose real wraps drawn through a dash's gap: held-out seed 424242, "
-    "independent renderer, worst curve position 12.94 -> 13.87 % (bench/README.md, 2026-12-07)"))
 def test_a_dashed_light_curve_that_never_leaves_its_track_is_read_on_its_own_scale_beside_its_declared_backup() -> None:
     # The independent renderer's page (seed 1, page 2): a dashed light CALI declared with a backup scale past
-    # the right edge, which it never needs, shares its track with a dark GR that runs along the right edge for
-    # a while, where the model marks the printed border here and there. The joint tracer steps CALI through
-    # the edge from paper onto its backup scale and reads it there for most of the section: 84 % of the range
-    # off.
+    # the right edge, which it never needs, runs along the left edge and shares its track with a dark GR; the
+    # model marks the printed border on the right here and there. Through CALI's dash gaps the joint tracer's
+    # path stepped through the edge onto that border ink and read CALI on its backup scale for most of the
+    # section, 84 % of the range off, until a page track's border rows were paper to the paths
+    # (`TraceOptions.border_bins_paper`, `section.PAGE_TRACE`; bench/README.md, 2026-12-07).
     from paper.sheet import render_page
 
     from veernet_core.page_synth import SynthPage

@@ -89,7 +89,7 @@ def trace_joint(prob: np.ndarray, top: float, bottom: float, hints: list[CurveHi
     scan on the same grid, or None where the scan is not at hand."""
     options = options or TraceOptions()
     span = bottom - top
-    grid = _grid(prob, top, bottom, options.threshold)
+    grid = _grid(prob, top, bottom, options.threshold, options.border_bins_paper)
     costs = [_own_cost(grid, hint, _tone_cost(grid, tone, hint, hints)) for hint in hints]
     paths: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(hints)
     for k in _order(hints):  # the most telling curves first: they claim their ink before the others guess
@@ -117,7 +117,9 @@ def _order(hints: list[CurveHint]) -> list[int]:
     return sorted(range(len(hints)), key=told)
 
 
-def _grid(prob: np.ndarray, top: float, bottom: float, threshold: float) -> _Grid:
+def _grid(prob: np.ndarray, top: float, bottom: float, threshold: float, border_paper: bool = False) -> _Grid:
+    """The track's rows in bins; with `border_paper`, the outermost bin either side (the track's border rows)
+    holds no ink for the paths (`TraceOptions.border_bins_paper`)."""
     height = prob.shape[0]
     first = max(0, int(math.ceil(top - 1e-6)))
     last = min(height - 1, int(math.floor(bottom + 1e-6)))
@@ -130,6 +132,8 @@ def _grid(prob: np.ndarray, top: float, bottom: float, threshold: float) -> _Gri
     peak = block.reshape(bins, step, -1).max(axis=1)
     # Full ink from the decision boundary up, none below half of it: a model's soft edges count a little.
     ink = np.clip((peak - 0.5 * threshold) / (0.5 * threshold), 0.0, 1.0).astype(np.float32)
+    if border_paper and bins > 4:
+        ink[[0, -1]] = 0.0
     centre = first + (np.arange(bins) + 0.5) * step - 0.5
     centre = np.minimum(centre, last)
     return _Grid(first, step, ink, centre)

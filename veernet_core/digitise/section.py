@@ -26,6 +26,7 @@ from veernet_core.digitise.predict import load_colour, load_image
 from veernet_core.digitise.rescale import Resampling, scan_curves
 from veernet_core.digitise.section_calibration import Crop, SectionCalibration
 from veernet_core.digitise.section_export import SectionDigitised, TrackRead, section_files
+from veernet_core.digitise.tracer import TraceOptions
 from veernet_core.model import VeerNet
 
 DEFAULT_OPTIONS = ScanOptions()
@@ -85,6 +86,15 @@ def digitise_section(scan: bytes, page_calibration: object, model: ModelSource, 
     return SectionResult(files, section, sha256)
 
 
+# A page track's border rows are paper for the joint tracer's paths (`TraceOptions.border_bins_paper`): the model
+# marks the remnants of its border lines, and a faint curve along one edge was read on its backup scale over most
+# of its length, its path taking the other edge's border ink through the wrap. The independent renderer's pages,
+# held out (seed 4, 20 pages): 12.361 -> 11.647 %, worst curve position 20.4 -> 17.2 %; the generator's (5150)
+# 7.730 -> 7.587 %. On strips it read the independent renderer's tuning logs worse (7777: 9.258 -> 9.722 %), so
+# it is the page path's alone (bench/README.md, 2026-12-07).
+PAGE_TRACE = TraceOptions(border_bins_paper=True)
+
+
 def read_section(page: np.ndarray, colour: np.ndarray | None, calibration: SectionCalibration, network: VeerNet,
                  options: ScanOptions = DEFAULT_OPTIONS, timer: StageTimer | None = None,
                  probabilities: list[np.ndarray] | None = None) -> SectionDigitised:
@@ -106,7 +116,7 @@ def read_section(page: np.ndarray, colour: np.ndarray | None, calibration: Secti
         else:
             probs = probabilities[j]
             resampling = Resampling(None, scale, False, gray.shape, gray.shape)
-        curves = clock("trace", scan_curves, probs, track, resampling, None, pixels)
+        curves = clock("trace", scan_curves, probs, track, resampling, PAGE_TRACE, pixels)
         tracks.append(TrackRead(crop, track, curves, probs, resampling))
     return merge(tracks, calibration, page)
 

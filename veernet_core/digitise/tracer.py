@@ -41,6 +41,10 @@ class TraceOptions:
     # Tallest track (rows) whose curves of one channel are traced together (`joint.trace_joint`); a taller
     # one is read by the column tracer, its traces named afterwards (`curves.joint_max_rows`).
     joint_max_rows: int = 192
+    # A page track's border rows (the outermost of the joint tracer's bins either side) read as paper by its paths
+    # (`joint._grid`): the model marks what is left of a page track's border lines there, and a path that wraps
+    # reached that ink through the edge (`section.read_section` sets it; strips read worse with it).
+    border_bins_paper: bool = False
 
 
 @dataclass
