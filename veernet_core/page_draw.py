@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
+from veernet_core import synth_factors
 from veernet_core.page_spec import PageSpec, SectionSpec, TrackSpec
 from veernet_core.synth_curves import constant, curve_fraction
-from veernet_core.synth_factors import CONSTANT_SHARE
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 FONTS = ("DejaVuSans.ttf", "DejaVuSerif.ttf", "DejaVuSansMono.ttf", "DejaVuSansCondensed.ttf",
@@ -205,8 +205,9 @@ CONSTANT_STREAM = 0xB17  # the curves held at a value inside their track (a bit 
 def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpec,
             ink: int, steady: np.random.Generator) -> list[np.ndarray]:
     """Each track's curves over the body, in their styles; returns their fractions per body row. One curve in
-    CONSTANT_SHARE is held at one to three values along the track, as a bit size is (`synth_curves.constant`,
-    on the track's value grid half the time), drawn from `steady`, so that every other draw is as it was."""
+    `synth_factors.CONSTANT_SHARE` is held at one to three values along the track, as a bit size is
+    (`synth_curves.constant`, on the track's value grid half the time), drawn from `steady`, so that every other
+    draw is as it was."""
     top, bottom = math.ceil(section.top) + 1, math.floor(section.bottom) - 1
     rows = np.arange(top, bottom + 1, dtype=np.float64)
     fractions = []
@@ -214,7 +215,7 @@ def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, 
         for curve in track.curves:
             width, fill = curve.stroke_px(spec.dpi), curve.pen_gray(ink)
             f = curve_fraction(rng, rows.size, spec.dpi / 300, "none")
-            if steady.random() < CONSTANT_SHARE:
+            if synth_factors.constant(steady, frozenset()):
                 f = constant(steady, rows.size, np.array(track.division_fractions()))
             x = track.left + f * (track.right - track.left)
             on, off = _dash(curve.style, spec.dpi)

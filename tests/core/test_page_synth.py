@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from veernet_core import page_draw
+from veernet_core import page_draw, synth_factors
 from veernet_core.page_spec import TrackSpec
 from veernet_core.page_synth import PageOptions, SynthPage, generate_page, sample_spec
 
@@ -161,9 +161,9 @@ def _flat(f: np.ndarray) -> bool:
 
 
 def test_some_curves_hold_a_bit_sizes_value_and_every_other_draw_stays(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One curve in CONSTANT_SHARE holds one to three values along its track (a bit size, often on a grid line),
-    from a random stream of its own: with none held, every other curve, and every page without one, is drawn as
-    it was."""
+    """One curve in `synth_factors.CONSTANT_SHARE` holds one to three values along its track (a bit size, often on a
+    grid line), from a random stream of its own: with none held, every other curve, and every page without one, is
+    drawn as it was."""
     pages = [generate_page(11, index, SMALL) for index in range(24)]
     held = [(p, s, k) for p, page in enumerate(pages) for s, section in enumerate(page.curve_fractions)
             for k, f in enumerate(section) if _flat(f)]
@@ -173,7 +173,7 @@ def test_some_curves_hold_a_bit_sizes_value_and_every_other_draw_stays(monkeypat
         f = pages[p].curve_fractions[s][k]
         levels = f[np.r_[True, np.diff(f) != 0]]
         assert 1 <= levels.size <= 3 and np.all((levels > 0) & (levels < 1))
-    monkeypatch.setattr(page_draw, "CONSTANT_SHARE", 0.0)
+    monkeypatch.setattr(synth_factors, "CONSTANT_SHARE", 0.0)
     for p, page in enumerate(pages):
         plain = generate_page(11, p, SMALL)
         if not any(q == p for q, _, _ in held):
