@@ -125,3 +125,20 @@ def test_a_thresholded_pages_track_is_read_as_its_page_though_its_own_dots_read_
     for curve, j in zip(section.curves, section.track_of, strict=True):
         assert any(note in w for w in curve.warnings), (j, curve.mnemonic, curve.warnings)
         assert not any("looks dark" in w or "looks light" in w for w in curve.warnings), curve.warnings
+
+
+def test_a_track_whose_legend_weighs_a_dotted_curve_against_lines_names_none_wrong_without_a_flag() -> None:
+    """The independent renderer's tuning page 2/17: a log-scale track of a thin solid LN, a dashed SN and a thick
+    dotted LL8, jagged and mostly on one another. A dotted curve's weight is not held against a line's pen
+    (`identity.DOT_STYLES`); without it the looks and the tracer named LN and SN the same wrong way. Read with the
+    dots' widths as pens they are named otherwise, so none of the three is vouched for."""
+    drawn = render_page(2, 17)
+    page = SynthPage(drawn.image, drawn.spec, drawn.curve_fractions)
+    proposal = to_proposal(analyse_image(page.image, float(page.spec.dpi)))
+    model = load_model(bundled_model_path())[0]
+    done, _ = page_segment_eval.digitise_page(page, proposal, model, "model", "legend", drawn.wraps)
+    section, _, calibration, identity, _, right, _ = next(read for read in done if read[0] == 0)
+    curves = calibration.tracks[1].curves
+    assert [(c.style, c.weight) for c in curves] == [("solid", "thin"), ("dashed", None), ("dotted", "thick")]
+    for curve in curves:
+        assert identity[curve.mnemonic] == "ambiguous" or right[(1, curve.mnemonic)], curve.mnemonic

@@ -36,6 +36,7 @@ from veernet_core.digitise.ink import (
     MIN_DARKNESS,
     Look,
     Page,
+    PenWidth,
     ScanPixels,
     looks_along,
     marks_style,
@@ -362,6 +363,12 @@ def test_a_wrap_names_alike_curves_by_their_declared_backup_scales() -> None:
         assert naming.identity == ["hinted", "hinted"] and naming.warnings == [(), ()]
     unnamed = name_traces([wrapping, plain], _two_alike(("right", "right")), None)
     assert unnamed.identity == ["ambiguous", "ambiguous"], "both declare the backup scale: nothing tells"
+    # Traces from a tracer that traced each curve on the levels it declares (`joint`): the wrap names them the
+    # same, but it is the tracer's reading of the hints, and vouches for neither.
+    for keyword in ("checked", "assigned"):
+        traced = name_traces([plain, wrapping], _two_alike(("none", "right")), None, **{keyword: True})
+        assert np.array_equal(traced.traces[0].row, upper) and np.array_equal(traced.traces[1].level, level)
+        assert traced.identity == ["ambiguous", "ambiguous"], keyword
 
 
 def test_a_swap_cheap_over_a_share_of_the_log_leaves_the_names_in_doubt() -> None:
@@ -796,3 +803,64 @@ def test_a_dotted_curve_whose_dots_read_solid_is_named_and_not_warned_against(or
     for trace, drawn in zip(naming.traces, centres, strict=True):
         assert np.mean(np.abs(trace.row - drawn) <= 2.0) == 1.0
     assert naming.identity == ["hinted", "hinted"] and naming.warnings == [(), ()]
+
+
+def _dots_and_moving_pen_scan(width: int = 2400, height: int = 540) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A thin solid pen (2 px) that moves 2 rows up or down every column (a noisy log printed fine) and a
+    thick dotted one (round dots 4 px across, one every 5 columns) that runs level between turns, crossing
+    every 400 columns: (the scan, each curve's centre row per column)."""
+    cols = np.arange(width)
+    wave = 150.0 * np.sin(2 * np.pi * cols / 800.0)
+    solid = 270.0 + wave + np.where(cols % 2 == 0, -1.0, 1.0)
+    dotted = 270.0 - wave
+    image = np.full((height, width), 255, np.uint8)
+    _ink(image, solid, 2, cols)
+    disc = (np.arange(4)[:, None] - 1.5) ** 2 + (np.arange(4)[None, :] - 1.5) ** 2 <= 4.0  # chords 2, 4, 4, 2
+    for x in cols[::5]:
+        top = int(round(dotted[x] - 1.5))
+        image[top : top + 4, x : x + 4][disc[:, : min(4, width - x)]] = 0
+    return image, [solid, dotted]
+
+
+def test_a_thick_dotted_pen_reads_narrower_by_its_columns_than_a_thin_pen_that_moves_each_column() -> None:
+    """Why a dotted curve's weight is held only against another dotted curve's (`identity.DOT_STYLES`): a
+    column crosses a round dot off its centre or not at all, and a thin pen that moves rows every column covers
+    them all."""
+    image, centres = _dots_and_moving_pen_scan()
+    scan = ScanPixels(image)
+    page = page_of(scan, 20.0, 520.0)
+    cols = np.arange(image.shape[1])
+    bounds = [(150, 250), (550, 650)]  # about the turns, where both run level
+    solid, dotted = (stroke_widths(scan, page, rows, cols, 6, bounds, 3) for rows in centres)
+    for k in (0, 1):
+        assert solid[k] is not None and dotted[k] is not None
+        assert solid[k].px > dotted[k].px + 0.5, (solid[k], dotted[k])
+
+
+def test_a_dotted_curves_declared_weight_says_nothing_beside_a_line() -> None:
+    """A thin solid curve and a thick dotted one (the pens of the scan above), handed over at every crossing
+    as the upper and the lower trace: the weights say nothing of them, so they are named as with no weights
+    declared. A thin and a thick curve of other styles beside a dotted one are still told apart by theirs, and
+    a thin and a thick dotted curve by theirs."""
+    image, centres = _dots_and_moving_pen_scan()
+    traces = [_trace(np.minimum(*centres), 20.0, 520.0), _trace(np.maximum(*centres), 20.0, 520.0)]
+
+    def calibration(weights: tuple[str | None, ...], styles: tuple[str, ...]) -> Calibration:
+        curves = [{"mnemonic": f"C{k}", "left": 0, "right": 100, "style": s, "ink": "dark",
+                   **({"weight": w} if w else {})} for k, (w, s) in enumerate(zip(weights, styles, strict=True))]
+        return Calibration.from_dict({"depth": {"top": 1000.0, "bottom": 1240.0, "unit": "ft"}, "track_top": 20,
+                                      "track_bottom": 520, "step": 0.5, "curves": curves}, 540, 2400)
+
+    weighed = name_traces(traces, calibration(("thin", "thick"), ("solid", "dotted")), ScanPixels(image))
+    plain = name_traces(traces, calibration((None, None), ("solid", "dotted")), ScanPixels(image))
+    for a, b in zip(weighed.traces, plain.traces, strict=True):
+        np.testing.assert_array_equal(a.row, b.row)
+    assert weighed.identity == plain.identity
+    styled = calibration(("thin", "thick", "thin"), ("solid", "dashed", "dotted")).curves
+    assert identity._weights_differ(styled)
+    assert not identity._weights_differ(calibration(("thin", "thick"), ("solid", "dotted")).curves)
+    assert identity._weights_differ(calibration(("thin", "thick"), ("dotted", "dotted")).curves)  # dots with dots
+    evidence = [np.zeros((3, 3))]
+    pens = [[PenWidth(w, 0.1)] for w in (2.0, 4.0, 3.0)]
+    identity._add_weights(evidence, styled, pens)
+    assert evidence[0][0].sum() < 0 < evidence[0][1].sum() and not evidence[0][2].any()

@@ -107,6 +107,18 @@ PEN_SAID = 4.0
 WEIGHT_WEIGHT = 0.5
 WEIGHT_CAP = 4.0
 WEIGHT_SIGNS = {"thick": 1.0, "thin": -1.0}
+# A dotted curve's pen is not read by its columns' widths as a line's is: a column crosses a round dot off its
+# centre (a 4 px dot's columns read 2, 4, 4, 2 rows) or not at all, while a thin solid pen that moves rows every
+# column reads wider than its pen. On the independent renderer's tuning log 7777/52 a thick dotted DT (4 px dots)
+# read 4.0 px where flat and a thin solid GR (2 px) 4.8 px, so the declared weights named the two the wrong way
+# round over 0.7 of the log. Weights compare dots with dots and lines with lines: a curve's declared weight speaks
+# where a curve of its kind is declared the other weight (`_weight_signs`); where the legend weighs a dotted curve
+# against a line, the names stand only where reading the dots' widths as pens names the curves alike. Tuning seeds
+# 7777 and 8888 of the independent renderer (60 full-resolution logs each): 9.258 -> 8.899 % and 11.506 ->
+# 11.343 %; the generator's 6666 and 7777: 9.806 -> 9.781 % and 7.211 -> 7.245 % (its log 7777/48, a thick
+# dotted and a thin dashed curve: its dots read wider than the dashes); independent tuning pages 1 and 2 9.321 ->
+# 9.260 % and 8.170 -> 8.099 %, none more named wrong without a flag (bench/README.md, 2026-12-07).
+DOT_STYLES = ("dotted",)
 
 # A trace's share of columns on dots speaks for a dotted curve and against one of another declared style, by
 # DOT_WEIGHT per square root of a stretch's columns: fully at DOT_HIGH of its columns or more, fully against at
@@ -139,7 +151,8 @@ class Naming:
 
 
 def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None,
-                assigned: bool = False, checked: bool = False, one_channel: bool = True) -> Naming:
+                assigned: bool = False, checked: bool = False, one_channel: bool = True,
+                dots_as_pens: bool = False) -> Naming:
     """The traces of one track (on the scan's own columns) named after the calibration's curves. Traces
     the tracer already `assigned` to the curves (`joint.trace_joint`: each traced as its curve, from its
     hints) keep their curves; the scan's looks then only say how sure each name is, and warn. Traces named
@@ -163,17 +176,19 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         _add_dots(evidence, calibration.curves, scan, page, traces, bounds, near, half)
     hinted = [scores.copy() for scores in evidence]  # what the style and ink hints say, before anchors and wraps
     anchored = _add_anchors(evidence, bounds, traces, calibration)
-    _add_wraps(evidence, bounds, traces, calibration)
+    wraps = [np.zeros_like(scores) for scores in evidence]
+    _add_wraps(wraps, bounds, traces, calibration)
+    evidence = [scores + said for scores, said in zip(evidence, wraps, strict=True)]
     # The names' verdicts stand on the evidence without the weights: a pen's width names curves better than
     # nothing, but two curves told apart by weight alone are not vouched for (tuning seed 8888 of the independent
     # renderer: three curves named wrong without a flag where the verdicts weighed it; bench/README.md, 2026-11-29).
     # Traces the tracer `assigned` keep their curves: the weights would name nothing.
     vouched = evidence
     widths = None
-    if not assigned and scan is not None and page is not None and _weights_differ(calibration.curves):
+    if not assigned and scan is not None and page is not None and _weights_differ(calibration.curves, dots_as_pens):
         widths = [_pen_widths(scan, page, trace, bounds, near, half) for trace in traces]
         vouched = [scores.copy() for scores in evidence]
-        _add_weights(evidence, calibration.curves, widths)
+        _add_weights(evidence, calibration.curves, widths, dots_as_pens)
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
     links = None if assigned or scan is None or page is None else _links(scan, page, traces, bounds, near, half, looks)
     turns = _continuity(traces, bounds, near) if one_channel and not assigned else None
@@ -185,6 +200,12 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
         widths = widths or [_pen_widths(scan, page, trace, bounds, near, half) for trace in traces]
         path = _best_path(_pens_said(evidence, links, path, widths), links, turns)
     named = _stitch(traces, bounds, path)
+    if assigned or checked:
+        # The tracer traced each curve on the levels it declares (`joint.hint_levels`): a trace's wraps are its
+        # reading of those hints, so they vouch for no name. On the independent renderer's tuning log 8888/53 a
+        # solid black RT (backup scale right) and CALI (left) were read on each other's ink over a third of the
+        # log, wraps and all, and named without a flag by the wraps alone (bench/README.md, 2026-12-07).
+        vouched = [scores - said for scores, said in zip(vouched, wraps, strict=True)]
     unhinted = _unhinted(vouched, hinted, calibration.curves)
     identity = _verdicts(path, anchored, bounds, unhinted)
     reading = _Reading(scan, page, near, half, bridge)
@@ -206,6 +227,12 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     if checked and not assigned:
         second = Naming(_stitch(traces, bounds, kept), _verdicts(kept, anchored, bounds, unhinted), [()] * len(traces))
         naming = checked_against(naming, second)
+    curves = calibration.curves
+    if not assigned and not dots_as_pens and _weight_signs(curves, True) != _weight_signs(curves):
+        # A dotted curve's weight against a line's says nothing of the pens the scan shows (DOT_STYLES), but the
+        # legend still says it: the names stand where reading the dots' widths as pens names the curves alike.
+        naming = checked_against(naming, name_traces(traces, calibration, scan, checked=checked,
+                                                     one_channel=one_channel, dots_as_pens=True))
     return naming
 
 
@@ -373,17 +400,29 @@ def _add_dots(evidence: list[np.ndarray], curves: tuple[CurveScale, ...], scan: 
             scores[styled, t] += value * sign
 
 
-def _weights_differ(curves: tuple[CurveScale, ...]) -> bool:
-    """Whether the track's declared weights tell some curves from others (a thin one and a thick one)."""
-    return set(WEIGHT_SIGNS) <= {curve.weight for curve in curves}
+def _weight_signs(curves: tuple[CurveScale, ...], dots_as_pens: bool = False) -> list[float]:
+    """Per curve: +1 for thick, -1 for thin, where its declared weight tells it from a curve whose pen is read
+    alike (DOT_STYLES: dots against dots, lines against lines; `dots_as_pens`: any against any); else 0."""
+    dots = [curve.style in DOT_STYLES and not dots_as_pens for curve in curves]
+    differ = {kind: set(WEIGHT_SIGNS) <= {c.weight for c, d in zip(curves, dots, strict=True) if d == kind}
+              for kind in (False, True)}
+    return [WEIGHT_SIGNS.get(curve.weight or "", 0.0) if differ[d] else 0.0
+            for curve, d in zip(curves, dots, strict=True)]
+
+
+def _weights_differ(curves: tuple[CurveScale, ...], dots_as_pens: bool = False) -> bool:
+    """Whether the track's declared weights tell some curves from others (a thin one and a thick one whose
+    pens are read alike: `_weight_signs`)."""
+    return any(_weight_signs(curves, dots_as_pens))
 
 
 def _add_weights(evidence: list[np.ndarray], curves: tuple[CurveScale, ...],
-                 widths: list[list[PenWidth | None]]) -> None:
+                 widths: list[list[PenWidth | None]], dots_as_pens: bool = False) -> None:
     """In place: what the traces' pen widths (`widths`: per trace, per stretch) say of the curves' declared
     weights, in every stretch where each trace's pen is read (WEIGHT_WEIGHT, WEIGHT_CAP). Weights are
-    relative: a pen is thick beside the track's others, whatever its width in pixels."""
-    signs = [WEIGHT_SIGNS.get(curve.weight or "", 0.0) for curve in curves]
+    relative: a pen is thick beside the track's others, whatever its width in pixels; a dotted curve's weight
+    speaks only beside another dotted curve's, unless `dots_as_pens` (`_weight_signs`)."""
+    signs = _weight_signs(curves, dots_as_pens)
     for s, scores in enumerate(evidence):
         pens = [pen for pen in (trace_widths[s] for trace_widths in widths) if pen is not None]
         if len(pens) < len(widths):
