@@ -51,21 +51,24 @@ def font(name: str, size: int) -> Font:
     return ImageFont.truetype(str(FONT_DIR / name), size)
 
 
-def render(rng: np.random.Generator, spec: PageSpec) -> tuple[np.ndarray, list[list[np.ndarray]]]:
-    """The upright page (uint8, paper 255) and each section's curves as track fractions per body row."""
+def render(rng: np.random.Generator, spec: PageSpec) -> tuple[np.ndarray, list[list[np.ndarray]], list[list[bool]]]:
+    """The upright page (uint8, paper 255), each section's curves as track fractions per body row, and whether
+    each was held at a value (`_curves`)."""
     canvas = Image.new("L", (spec.width, spec.height), 255)
     pen = ImageDraw.Draw(canvas)
     ink = int(rng.integers(0, 50))
     _header_block(pen, spec, ink)
-    fractions = []
+    fractions, held = [], []
     steady = np.random.default_rng([spec.seed, spec.index, CONSTANT_STREAM])  # the other draws stay as they were
     for section in spec.sections:
         _track_headers(pen, spec, section, ink)
         _grid(pen, spec, section, int(rng.integers(ink, 90)))
         _depth_numbers(pen, spec, section, ink)
-        fractions.append(_curves(rng, pen, spec, section, ink, steady))
+        drawn, constant_curves = _curves(rng, pen, spec, section, ink, steady)
+        fractions.append(drawn)
+        held.append(constant_curves)
         _borders(pen, spec, section, ink)
-    return np.asarray(canvas, dtype=np.uint8).copy(), fractions
+    return np.asarray(canvas, dtype=np.uint8).copy(), fractions, held
 
 
 def _hline(pen: ImageDraw.ImageDraw, row: float, x0: float, x1: float, width: int, ink: int) -> None:
@@ -203,19 +206,21 @@ CONSTANT_STREAM = 0xB17  # the curves held at a value inside their track (a bit 
 
 
 def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpec,
-            ink: int, steady: np.random.Generator) -> list[np.ndarray]:
-    """Each track's curves over the body, in their styles; returns their fractions per body row. One curve in
+            ink: int, steady: np.random.Generator) -> tuple[list[np.ndarray], list[bool]]:
+    """Each track's curves over the body, in their styles; returns their fractions per body row and whether each
+    is held at a value. One curve in
     `synth_factors.CONSTANT_SHARE` is held at one to three values along the track, as a bit size is
     (`synth_curves.constant`, on the track's value grid half the time), drawn from `steady`, so that every other
     draw is as it was."""
     top, bottom = math.ceil(section.top) + 1, math.floor(section.bottom) - 1
     rows = np.arange(top, bottom + 1, dtype=np.float64)
-    fractions = []
+    fractions, held = [], []
     for track in section.tracks:
         for curve in track.curves:
             width, fill = curve.stroke_px(spec.dpi), curve.pen_gray(ink)
             f = curve_fraction(rng, rows.size, spec.dpi / 300, "none")
-            if synth_factors.constant(steady, frozenset()):
+            held.append(synth_factors.constant(steady, frozenset()))
+            if held[-1]:
                 f = constant(steady, rows.size, np.array(track.division_fractions()))
             x = track.left + f * (track.right - track.left)
             on, off = _dash(curve.style, spec.dpi)
@@ -224,7 +229,7 @@ def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, 
                 points = list(zip(x[start:stop].tolist(), rows[start:stop].tolist(), strict=True))
                 pen.line(points if len(points) > 1 else points * 2, fill=fill, width=width)
             fractions.append(f)
-    return fractions
+    return fractions, held
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:

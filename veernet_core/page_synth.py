@@ -44,6 +44,9 @@ class SynthPage:
     spec: PageSpec
     # [section][curve in track order]: fraction across its track for rows ceil(top) + 1 .. floor(bottom) - 1
     curve_fractions: list[list[np.ndarray]] = field(default_factory=list)
+    # [section][curve in track order]: held at one value or a few in steps (a bit size: `page_draw._curves`); empty
+    # where the page's renderer does not say (bench/paper's pages)
+    constant: list[list[bool]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,8 @@ def generate_page(seed: int, index: int, options: PageOptions = PageOptions()) -
         raise ValueError(f"seed and index must be non-negative, got seed={seed}, index={index}")
     rng = np.random.default_rng([seed, index, PAGE_STREAM])
     spec = sample_spec(rng, seed, index, options)
-    upright, fractions = page_draw.render(rng, spec)
-    return SynthPage(page_draw.scan(rng, upright, spec), spec, fractions)
+    upright, fractions, constant = page_draw.render(rng, spec)
+    return SynthPage(page_draw.scan(rng, upright, spec), spec, fractions, constant)
 
 
 def sample_spec(rng: np.random.Generator, seed: int, index: int, options: PageOptions) -> PageSpec:

@@ -57,7 +57,7 @@ def _upright(index: int, options: PageOptions = SMALL) -> tuple[np.ndarray, Synt
     rng = np.random.default_rng([7, index, 0x9A6E])  # the same draws, in the same order, as generate_page
     spec = sample_spec(rng, 7, index, options)
     assert spec == page.spec
-    drawn, _ = page_draw.render(rng, spec)
+    drawn, _, _ = page_draw.render(rng, spec)
     return drawn, page
 
 
@@ -165,8 +165,11 @@ def test_some_curves_hold_a_bit_sizes_value_and_every_other_draw_stays(monkeypat
     grid line), from a random stream of its own: with none held, every other curve, and every page without one, is
     drawn as it was."""
     pages = [generate_page(11, index, SMALL) for index in range(24)]
-    held = [(p, s, k) for p, page in enumerate(pages) for s, section in enumerate(page.curve_fractions)
-            for k, f in enumerate(section) if _flat(f)]
+    held = [(p, s, k) for p, page in enumerate(pages) for s, section in enumerate(page.constant)
+            for k, constant in enumerate(section) if constant]
+    # The truth says which it held, and only those run flat.
+    assert held == [(p, s, k) for p, page in enumerate(pages) for s, section in enumerate(page.curve_fractions)
+                    for k, f in enumerate(section) if _flat(f)]
     curves = sum(len(section) for page in pages for section in page.curve_fractions)
     assert 0.02 * curves <= len(held) <= 0.15 * curves
     for p, s, k in held:
@@ -176,6 +179,7 @@ def test_some_curves_hold_a_bit_sizes_value_and_every_other_draw_stays(monkeypat
     monkeypatch.setattr(synth_factors, "CONSTANT_SHARE", 0.0)
     for p, page in enumerate(pages):
         plain = generate_page(11, p, SMALL)
+        assert not any(any(section) for section in plain.constant)
         if not any(q == p for q, _, _ in held):
             assert _digest(plain) == _digest(page)
             continue

@@ -109,16 +109,15 @@ def test_a_proposal_completed_with_the_hints_the_analysis_read_keeps_them_and_no
 
 def _constant_curves(page: SynthPage, matched: list[int]) -> set[tuple[int, str]]:
     """(calibrated track, mnemonic) of the section's curves that the page holds at one value or a few in steps
-    (`page_draw._curves`: a bit size)."""
+    (`SynthPage.constant`: a bit size)."""
     tracks = page.spec.sections[0].tracks
-    flat = set()
+    held = set()
     for j, true_track in enumerate(matched):
         before = sum(len(t.curves) for t in tracks[:true_track])
         for k, curve in enumerate(tracks[true_track].curves):
-            f = page.curve_fractions[0][before + k]
-            if np.mean(np.abs(np.diff(f)) < 1e-12) > 0.95:
-                flat.add((j, curve.mnemonic))
-    return flat
+            if page.constant[0][before + k]:
+                held.add((j, curve.mnemonic))
+    return held
 
 
 @pytest.mark.xfail(strict=True, reason="the bundled model never saw a curve held at one value inside its track (a "
