@@ -60,7 +60,7 @@ CALIBRATION_FIELDS: tuple[FieldDoc, ...] = (
     FieldDoc("curves[].ink", False, "", "Ink from the legend: dark or light, or a colour on colour scans: "
              + ", ".join(INK_COLOURS) + "."),
     FieldDoc("curves[].weight", False, "", "Line weight from the legend, against the track's other curves: "
-             "thin or thick (drawn with a heavier pen than theirs); not read for a dotted curve."),
+             "thin or thick (drawn with a heavier pen than theirs); a dotted curve's against dotted curves only."),
     FieldDoc("curves[].anchors", False, "[]", "Points read off the scan that this curve passes through."),
     FieldDoc("curves[].anchors[].depth", True, "", "Depth of the point, in depth.unit, within the scan."),
     FieldDoc("curves[].anchors[].value", True, "", "The curve's value there, on its primary scale."),
