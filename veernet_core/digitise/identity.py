@@ -159,7 +159,9 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     by their looks may be `checked` against the tracer's own assignment, graded by the same evidence
     (`checked_against`): a curve the two read differently is flagged ambiguous. Traces from `one_channel`
     (`curves.one_channel`) go on through their touches as their lines say (`_continuity`); a channel per curve
-    keeps each trace its curve's."""
+    keeps each trace its curve's. A dotted curve's declared weight is held only against another dotted curve's
+    (DOT_STYLES); where the legend weighs one against a line, the track is named again with the dots' widths read
+    as pens (`dots_as_pens`), and a curve the two namings read differently is flagged."""
     span = calibration.track_bottom - calibration.track_top
     half = max(1, min(round(0.012 * span), STROKE_HALF_MAX))  # rows either side of a trace that its stroke may cover
     near = _touching(traces, max(2.0 * half + 2.0, 2.0))
