@@ -857,10 +857,10 @@ def test_a_dotted_curves_declared_weight_says_nothing_beside_a_line() -> None:
         np.testing.assert_array_equal(a.row, b.row)
     assert weighed.identity == plain.identity
     styled = calibration(("thin", "thick", "thin"), ("solid", "dashed", "dotted")).curves
-    assert identity._weights_differ(styled)
-    assert not identity._weights_differ(calibration(("thin", "thick"), ("solid", "dotted")).curves)
-    assert identity._weights_differ(calibration(("thin", "thick"), ("dotted", "dotted")).curves)  # dots with dots
+    assert any(identity._weight_signs(styled))
+    assert not any(identity._weight_signs(calibration(("thin", "thick"), ("solid", "dotted")).curves))
+    assert any(identity._weight_signs(calibration(("thin", "thick"), ("dotted", "dotted")).curves))  # dots with dots
     evidence = [np.zeros((3, 3))]
     pens = [[PenWidth(w, 0.1)] for w in (2.0, 4.0, 3.0)]
-    identity._add_weights(evidence, styled, pens)
+    identity._add_weights(evidence, identity._weight_signs(styled), pens)
     assert evidence[0][0].sum() < 0 < evidence[0][1].sum() and not evidence[0][2].any()

@@ -151,8 +151,7 @@ class Naming:
 
 
 def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None,
-                assigned: bool = False, checked: bool = False, one_channel: bool = True,
-                dots_as_pens: bool = False) -> Naming:
+                assigned: bool = False, checked: bool = False, one_channel: bool = True) -> Naming:
     """The traces of one track (on the scan's own columns) named after the calibration's curves. Traces
     the tracer already `assigned` to the curves (`joint.trace_joint`: each traced as its curve, from its
     hints) keep their curves; the scan's looks then only say how sure each name is, and warn. Traces named
@@ -160,8 +159,50 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     (`checked_against`): a curve the two read differently is flagged ambiguous. Traces from `one_channel`
     (`curves.one_channel`) go on through their touches as their lines say (`_continuity`); a channel per curve
     keeps each trace its curve's. A dotted curve's declared weight is held only against another dotted curve's
-    (DOT_STYLES); where the legend weighs one against a line, the track is named again with the dots' widths read
-    as pens (`dots_as_pens`), and a curve the two namings read differently is flagged."""
+    (DOT_STYLES); where the legend weighs one against a line, the track is named again from the same evidence
+    with the dots' widths read as pens, and a curve the two namings read differently is flagged."""
+    track = _track_evidence(traces, calibration, scan, assigned, one_channel)
+    signs = _weight_signs(calibration.curves)
+    naming = _named(track, traces, calibration, assigned, checked, signs)
+    as_pens = _weight_signs(calibration.curves, dots_as_pens=True)
+    if not assigned and as_pens != signs:
+        # A dotted curve's weight against a line's says nothing of the pens the scan shows (DOT_STYLES), but the
+        # legend still says it: the names stand where reading the dots' widths as pens names the curves alike.
+        naming = checked_against(naming, _named(track, traces, calibration, assigned, checked, as_pens))
+    return naming
+
+
+@dataclass
+class _TrackEvidence:
+    """What `name_traces` reads of one track before it weighs the curves' declared weights: the same for every
+    naming of its traces (`_named`)."""
+
+    scan: ScanPixels | None  # None where no curve declares a look: anchors alone name the curves
+    page: Page | None
+    half: int
+    near: np.ndarray
+    bounds: list[tuple[int, int]]
+    looks: list[list[Look | None]]  # per stretch, per trace
+    shades: bool
+    evidence: list[np.ndarray]  # per stretch, (curves, traces): looks, marks, dots, anchors and wraps
+    hinted: list[np.ndarray]  # what the style and ink hints say, before anchors and wraps
+    wraps: list[np.ndarray]  # what the wraps say
+    anchored: set[int]
+    bridge: int
+    links: _Links | None
+    turns: list[np.ndarray] | None
+    widths: list[list[PenWidth | None]] | None = None  # per trace, per stretch: read once, where first needed
+
+    def pen_widths(self, traces: list[ColumnTrace]) -> list[list[PenWidth | None]]:
+        if self.widths is None:
+            assert self.scan is not None and self.page is not None
+            self.widths = [_pen_widths(self.scan, self.page, trace, self.bounds, self.near, self.half)
+                           for trace in traces]
+        return self.widths
+
+
+def _track_evidence(traces: list[ColumnTrace], calibration: Calibration, scan: ScanPixels | None, assigned: bool,
+                    one_channel: bool) -> _TrackEvidence:
     span = calibration.track_bottom - calibration.track_top
     half = max(1, min(round(0.012 * span), STROKE_HALF_MAX))  # rows either side of a trace that its stroke may cover
     near = _touching(traces, max(2.0 * half + 2.0, 2.0))
@@ -176,41 +217,49 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
     if scan is not None and page is not None:
         _add_marks(evidence, calibration.curves, scan, page, traces, bounds, near, half, bridge)
         _add_dots(evidence, calibration.curves, scan, page, traces, bounds, near, half)
-    hinted = [scores.copy() for scores in evidence]  # what the style and ink hints say, before anchors and wraps
+    hinted = [scores.copy() for scores in evidence]
     anchored = _add_anchors(evidence, bounds, traces, calibration)
     wraps = [np.zeros_like(scores) for scores in evidence]
     _add_wraps(wraps, bounds, traces, calibration)
     evidence = [scores + said for scores, said in zip(evidence, wraps, strict=True)]
+    links = None if assigned or scan is None or page is None else _links(scan, page, traces, bounds, near, half, looks)
+    turns = _continuity(traces, bounds, near) if one_channel and not assigned else None
+    return _TrackEvidence(scan, page, half, near, bounds, looks, shades, evidence, hinted, wraps, anchored, bridge,
+                          links, turns)
+
+
+def _named(track: _TrackEvidence, traces: list[ColumnTrace], calibration: Calibration, assigned: bool,
+           checked: bool, signs: list[float]) -> Naming:
+    """`name_traces`'s naming of the track's traces from its evidence, the declared weights read by `signs`
+    (`_weight_signs`)."""
+    scan, page, bounds, looks = track.scan, track.page, track.bounds, track.looks
+    links, turns = track.links, track.turns
+    evidence = [scores.copy() for scores in track.evidence]
     # The names' verdicts stand on the evidence without the weights: a pen's width names curves better than
     # nothing, but two curves told apart by weight alone are not vouched for (tuning seed 8888 of the independent
     # renderer: three curves named wrong without a flag where the verdicts weighed it; bench/README.md, 2026-11-29).
     # Traces the tracer `assigned` keep their curves: the weights would name nothing.
     vouched = evidence
-    widths = None
-    if not assigned and scan is not None and page is not None and _weights_differ(calibration.curves, dots_as_pens):
-        widths = [_pen_widths(scan, page, trace, bounds, near, half) for trace in traces]
+    if not assigned and scan is not None and page is not None and any(signs):
         vouched = [scores.copy() for scores in evidence]
-        _add_weights(evidence, calibration.curves, widths, dots_as_pens)
+        _add_weights(evidence, signs, track.pen_widths(traces))
     kept = [tuple(range(len(traces)))] * len(bounds)  # the tracer's own assignment, every stretch
-    links = None if assigned or scan is None or page is None else _links(scan, page, traces, bounds, near, half, looks)
-    turns = _continuity(traces, bounds, near) if one_channel and not assigned else None
     # Where the pens link the long stretches, the first path is the one their pens are read off (`_pens_said`),
     # found without the lines through the touches: found with them, it set a pair's pens wrong on the generator's
     # held-out page 5150/5, and the pens then named the pair wrong without a flag.
     path = kept if assigned else _best_path(evidence, links, None if links is not None else turns)
     if links is not None and scan is not None and page is not None:
-        widths = widths or [_pen_widths(scan, page, trace, bounds, near, half) for trace in traces]
-        path = _best_path(_pens_said(evidence, links, path, widths), links, turns)
+        path = _best_path(_pens_said(evidence, links, path, track.pen_widths(traces)), links, turns)
     named = _stitch(traces, bounds, path)
     if assigned or checked:
         # The tracer traced each curve on the levels it declares (`joint.hint_levels`): a trace's wraps are its
         # reading of those hints, so they vouch for no name. On the independent renderer's tuning log 8888/53 a
         # solid black RT (backup scale right) and CALI (left) were read on each other's ink over a third of the
         # log, wraps and all, and named without a flag by the wraps alone (bench/README.md, 2026-12-07).
-        vouched = [scores - said for scores, said in zip(vouched, wraps, strict=True)]
-    unhinted = _unhinted(vouched, hinted, calibration.curves)
-    identity = _verdicts(path, anchored, bounds, unhinted)
-    reading = _Reading(scan, page, near, half, bridge)
+        vouched = [scores - said for scores, said in zip(vouched, track.wraps, strict=True)]
+    unhinted = _unhinted(vouched, track.hinted, calibration.curves)
+    identity = _verdicts(path, track.anchored, bounds, unhinted)
+    reading = _Reading(scan, page, track.near, track.half, track.bridge)
     named_looks = [[row[a[c]] for row, a in zip(looks, path, strict=True)] for c in range(len(calibration.curves))]
     shade_read = _shades_by_order(calibration.curves, named_looks)
     inked = [_inked_share(curve_looks) for curve_looks in named_looks]
@@ -218,7 +267,7 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
             for c, curve in enumerate(calibration.curves)]
     warnings = [lines + _unseen_ink(curve, scan, calibration)
                 for (lines, _), curve in zip(read, calibration.curves, strict=True)]
-    identity = _doubted(identity, [seen for _, seen in read], calibration, shades, inked)
+    identity = _doubted(identity, [seen for _, seen in read], calibration, track.shades, inked)
     if not assigned:
         for i, j in _order_doubted(_duty_evidence(calibration.curves, looks, evidence), path, calibration.curves):
             identity[i] = identity[j] = "ambiguous"
@@ -227,14 +276,9 @@ def name_traces(traces: list[ColumnTrace], calibration: Calibration, scan: ScanP
                                                             inked[a], inked[b]))
     naming = Naming(named, identity, warnings)
     if checked and not assigned:
-        second = Naming(_stitch(traces, bounds, kept), _verdicts(kept, anchored, bounds, unhinted), [()] * len(traces))
+        second = Naming(_stitch(traces, bounds, kept), _verdicts(kept, track.anchored, bounds, unhinted),
+                        [()] * len(traces))
         naming = checked_against(naming, second)
-    curves = calibration.curves
-    if not assigned and not dots_as_pens and _weight_signs(curves, True) != _weight_signs(curves):
-        # A dotted curve's weight against a line's says nothing of the pens the scan shows (DOT_STYLES), but the
-        # legend still says it: the names stand where reading the dots' widths as pens names the curves alike.
-        naming = checked_against(naming, name_traces(traces, calibration, scan, checked=checked,
-                                                     one_channel=one_channel, dots_as_pens=True))
     return naming
 
 
@@ -412,19 +456,10 @@ def _weight_signs(curves: tuple[CurveScale, ...], dots_as_pens: bool = False) ->
             for curve, d in zip(curves, dots, strict=True)]
 
 
-def _weights_differ(curves: tuple[CurveScale, ...], dots_as_pens: bool = False) -> bool:
-    """Whether the track's declared weights tell some curves from others (a thin one and a thick one whose
-    pens are read alike: `_weight_signs`)."""
-    return any(_weight_signs(curves, dots_as_pens))
-
-
-def _add_weights(evidence: list[np.ndarray], curves: tuple[CurveScale, ...],
-                 widths: list[list[PenWidth | None]], dots_as_pens: bool = False) -> None:
+def _add_weights(evidence: list[np.ndarray], signs: list[float], widths: list[list[PenWidth | None]]) -> None:
     """In place: what the traces' pen widths (`widths`: per trace, per stretch) say of the curves' declared
-    weights, in every stretch where each trace's pen is read (WEIGHT_WEIGHT, WEIGHT_CAP). Weights are
-    relative: a pen is thick beside the track's others, whatever its width in pixels; a dotted curve's weight
-    speaks only beside another dotted curve's, unless `dots_as_pens` (`_weight_signs`)."""
-    signs = _weight_signs(curves, dots_as_pens)
+    weights (`signs`, per curve: `_weight_signs`), in every stretch where each trace's pen is read (WEIGHT_WEIGHT,
+    WEIGHT_CAP). Weights are relative: a pen is thick beside the track's others, whatever its width in pixels."""
     for s, scores in enumerate(evidence):
         pens = [pen for pen in (trace_widths[s] for trace_widths in widths) if pen is not None]
         if len(pens) < len(widths):
