@@ -208,10 +208,9 @@ CONSTANT_STREAM = 0xB17  # the curves held at a value inside their track (a bit 
 def _curves(rng: np.random.Generator, pen: ImageDraw.ImageDraw, spec: PageSpec, section: SectionSpec,
             ink: int, steady: np.random.Generator) -> tuple[list[np.ndarray], list[bool]]:
     """Each track's curves over the body, in their styles; returns their fractions per body row and whether each
-    is held at a value. One curve in
-    `synth_factors.CONSTANT_SHARE` is held at one to three values along the track, as a bit size is
-    (`synth_curves.constant`, on the track's value grid half the time), drawn from `steady`, so that every other
-    draw is as it was."""
+    is held at a value. One curve in `synth_factors.CONSTANT_SHARE` is held at one to three values along the
+    track, as a bit size is (`synth_curves.constant`, on the track's value grid half the time), drawn from
+    `steady`, so that every other draw is as it was."""
     top, bottom = math.ceil(section.top) + 1, math.floor(section.bottom) - 1
     rows = np.arange(top, bottom + 1, dtype=np.float64)
     fractions, held = [], []
